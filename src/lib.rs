@@ -1,0 +1,9 @@
+//! `mur`: the edges of the runtime and its CLI.
+//!
+//! The kernel (actors, messages, traits) is the `mur-actors` crate; this crate holds what talks
+//! to the outside world: the manifest, drivers, tool executors, stores and the trace readers.
+
+pub mod diagnostic;
+pub mod drivers;
+pub mod manifest;
+pub mod trace;

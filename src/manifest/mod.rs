@@ -1,0 +1,3 @@
+//! `murmur.yaml`: loading, validation and diagnostics. (Being written: see issue 2.)
+
+pub mod doctor;

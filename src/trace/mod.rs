@@ -1,0 +1,3 @@
+//! Reading `trace.jsonl` and the `mur trace` views. (Being written: see issue 6.)
+
+pub mod cli;
