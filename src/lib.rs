@@ -4,6 +4,9 @@
 //! to the outside world: the manifest, drivers, tool executors, stores and the trace readers.
 
 pub mod diagnostic;
+pub mod door;
 pub mod drivers;
+pub mod launch;
 pub mod manifest;
+pub mod tools;
 pub mod trace;

@@ -1,6 +1,20 @@
 //! The mur kernel: the actors a capsule runs on and the traits they call through.
 //!
 //! No HTTP, no CLI, no YAML here: the edges (drivers, executors, stores) live in the `mur`
-//! crate and reach the kernel only through the traits in [`model`] and [`tool`].
+//! crate and reach the kernel only through the traits in [`model`] and [`tool`]. The actors:
+//! [`supervisor::Supervisor`] (one per process), [`session::Session`] (one per capsule),
+//! [`dispatcher::Dispatcher`] (one per session), [`trace::TraceWriter`] (one per trace file) and
+//! [`registry::Registry`] (one per process, the only writer of `murmur.lock`).
 
+pub mod dispatcher;
+pub mod fence;
+pub mod ids;
 pub mod model;
+pub mod prompt;
+pub mod registry;
+pub mod session;
+pub mod spec;
+pub mod staging;
+pub mod supervisor;
+pub mod tool;
+pub mod trace;

@@ -1,0 +1,384 @@
+//! The [`Dispatcher`]: routes one tool call to whatever answers it.
+//!
+//! Precedence (seed 000, SPEC §5): runtime-provided tools first (answered before any allowlist,
+//! and refused with a sentence naming the missing declaration when their grant is absent), then a
+//! native artifact, then a shell binary (re-checked against `capabilities.shell.allow` here, at
+//! dispatch, not only at staging), then a skill, then the refusal
+//! `tool '<name>' is not declared in manifest allowlist`. Successful results are fenced here, so
+//! every path to the model goes through one fence.
+//!
+//! Calls run in a spawned task so the Dispatcher's mailbox stays free: a `CancelAll` aborts the
+//! running call, and the executor's subprocess dies with its future.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use crate::fence;
+use crate::session::SessionMsg;
+use crate::spec::{Grants, SessionPaths};
+use crate::tool::{
+    ExecRequest, ExecStatus, Executors, ShellFacts, ToolDecl, ToolExecutor, ToolKind, ToolOrigin,
+    RUNTIME_TOOLS,
+};
+
+/// One call the Session wants run.
+#[derive(Clone, Debug)]
+pub struct CallRequest {
+    /// Position of the call in its turn (0-based).
+    pub seq: usize,
+    /// The turn the call belongs to.
+    pub turn: u32,
+    /// The provider's call id.
+    pub id: String,
+    /// The tool name the model used.
+    pub name: String,
+    /// The model's input.
+    pub input: Value,
+}
+
+/// Which trace line a call produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// `tool_call`.
+    Tool,
+    /// `tool_call` then `shell`.
+    Shell,
+    /// `skill_call`.
+    Skill,
+}
+
+/// What happened to a call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallResult {
+    /// The tool ran; `text` is what the model reads (fenced, note after the fence).
+    Ran {
+        /// Passed or failed.
+        status: ExecStatus,
+        /// Model-facing text.
+        text: String,
+        /// Bytes of the unfenced result.
+        output_bytes: u64,
+        /// Present for shell commands.
+        shell: Option<ShellFacts>,
+    },
+    /// The runtime refused or could not run the call; `text` is its own words, unfenced.
+    Refused {
+        /// The refusal sentence.
+        text: String,
+    },
+}
+
+/// The Dispatcher's answer to one [`CallRequest`].
+#[derive(Clone, Debug)]
+pub struct Dispatched {
+    /// The request it answers.
+    pub request: CallRequest,
+    /// Which trace line it produces.
+    pub kind: CallKind,
+    /// The outcome.
+    pub result: CallResult,
+    /// Wall time of the call.
+    pub duration_ms: u64,
+}
+
+impl Dispatched {
+    /// The text the model reads.
+    pub fn text(&self) -> &str {
+        match &self.result {
+            CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
+        }
+    }
+
+    /// True when the model sees `is_error: true`.
+    pub fn is_error(&self) -> bool {
+        match &self.result {
+            CallResult::Ran { status, .. } => *status != ExecStatus::Passed,
+            CallResult::Refused { .. } => true,
+        }
+    }
+}
+
+/// Messages the [`Dispatcher`] takes.
+pub enum DispatcherMsg {
+    /// Run one call; the answer goes to the session as [`SessionMsg::ToolDone`].
+    Dispatch(CallRequest),
+    /// Abort the call in flight (task canceled).
+    CancelAll,
+}
+
+/// Arguments to start a [`Dispatcher`].
+pub struct DispatcherArgs {
+    /// The session it answers.
+    pub session: ActorRef<SessionMsg>,
+    /// The held inventory.
+    pub tools: Vec<ToolDecl>,
+    /// The session's grants.
+    pub grants: Grants,
+    /// Executors per tool kind.
+    pub executors: Executors,
+    /// Work and records folders.
+    pub paths: SessionPaths,
+}
+
+/// The per-session dispatch actor.
+pub struct Dispatcher;
+
+/// The Dispatcher's state.
+pub struct DispatcherState {
+    session: ActorRef<SessionMsg>,
+    tools: HashMap<String, Arc<ToolDecl>>,
+    grants: Grants,
+    executors: Executors,
+    paths: SessionPaths,
+    running: Option<JoinHandle<()>>,
+}
+
+/// Where a call goes.
+#[derive(Clone)]
+pub enum Route {
+    /// A runtime-provided tool.
+    Runtime(&'static str),
+    /// An executor runs it.
+    Exec(Arc<ToolDecl>, CallKind),
+    /// Refused with this sentence.
+    Refuse(String),
+}
+
+impl DispatcherState {
+    /// Decide where `name` goes, in precedence order.
+    pub fn route(&self, name: &str) -> Route {
+        if let Some(rt) = RUNTIME_TOOLS.iter().find(|t| **t == name) {
+            return Route::Runtime(rt);
+        }
+        let held = self.tools.get(name);
+        if let Some(t) = held {
+            if matches!(t.kind, ToolKind::Native { .. }) {
+                return Route::Exec(t.clone(), CallKind::Tool);
+            }
+        }
+        if self.grants.shell_allow.iter().any(|b| b == name) {
+            let decl = match held {
+                Some(t) if matches!(t.kind, ToolKind::Shell { .. }) => t.clone(),
+                _ => Arc::new(ToolDecl {
+                    name: name.to_string(),
+                    full_name: None,
+                    version: "0.0.0".into(),
+                    description: String::new(),
+                    input_schema: serde_json::json!({"type":"object"}),
+                    kind: ToolKind::Shell {
+                        binary: name.to_string(),
+                    },
+                    origin: ToolOrigin::Provided,
+                }),
+            };
+            return Route::Exec(decl, CallKind::Shell);
+        }
+        match held {
+            Some(t) if matches!(t.kind, ToolKind::Skill { .. }) => {
+                Route::Exec(t.clone(), CallKind::Skill)
+            }
+            Some(t) if matches!(t.kind, ToolKind::Shell { .. }) => Route::Refuse(format!(
+                "binary '{name}' is not in capabilities.shell.allow"
+            )),
+            _ => Route::Refuse(format!(
+                "tool '{name}' is not declared in manifest allowlist"
+            )),
+        }
+    }
+
+    /// The answer of a runtime-provided tool whose grant is absent, or `None` when granted.
+    fn runtime_refusal(&self, tool: &str, input: &Value) -> Option<String> {
+        let artifact = input
+            .get("artifact")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let missing = match tool {
+            "share-file" if !self.grants.peer_files_export => {
+                "'share-file' needs an exports.peer_files block in murmur.yaml; this capsule declares none".to_string()
+            }
+            "fetch-peer-file" if self.grants.peer_fetch_allow.is_empty() => {
+                "'fetch-peer-file' needs a capabilities.peer_fetch.allow list in murmur.yaml; this capsule declares none".to_string()
+            }
+            "delegate-task" if self.grants.spawn_allow.is_empty() => {
+                "'delegate-task' needs a capabilities.spawn.allow list in murmur.yaml; this capsule declares none".to_string()
+            }
+            "submit-plan" if !self.grants.plan_submit => {
+                "'submit-plan' needs a capabilities.plan.submit: true declaration in murmur.yaml; this capsule declares none".to_string()
+            }
+            "pull-artifact" if !self.grants.install => format!(
+                "not-granted: this capsule declares no capabilities.install, so pulling '{artifact}' is refused"
+            ),
+            "remove-artifact" if !self.grants.install => format!(
+                "not-granted: this capsule declares no capabilities.install, so removing '{artifact}' is refused"
+            ),
+            _ => return None,
+        };
+        Some(missing)
+    }
+
+    fn executor(&self, kind: &ToolKind) -> Arc<dyn ToolExecutor> {
+        match kind {
+            ToolKind::Shell { .. } => self.executors.shell.clone(),
+            ToolKind::Skill { .. } => self.executors.skill.clone(),
+            ToolKind::Native { .. } | ToolKind::Runtime => self.executors.native.clone(),
+        }
+    }
+}
+
+/// The refusal for input missing fields the tool's schema requires, if any.
+pub fn missing_required(tool: &ToolDecl, input: &Value) -> Option<String> {
+    let required = tool.input_schema.get("required")?.as_array()?;
+    let missing: Vec<&str> = required
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|k| input.get(*k).is_none_or(Value::is_null))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = missing.iter().map(|k| format!("\"{k}\"")).collect();
+    let all: Vec<&str> = required.iter().filter_map(Value::as_str).collect();
+    Some(format!(
+        "{}: missing required field(s) {}\n\nThis call did not run. {}'s input_schema requires: {}.",
+        tool.name,
+        quoted.join(", "),
+        tool.name,
+        all.join(", ")
+    ))
+}
+
+#[ractor::async_trait]
+impl Actor for Dispatcher {
+    type Msg = DispatcherMsg;
+    type State = DispatcherState;
+    type Arguments = DispatcherArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: DispatcherArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(DispatcherState {
+            session: args.session,
+            tools: args
+                .tools
+                .into_iter()
+                .map(|t| (t.name.clone(), Arc::new(t)))
+                .collect(),
+            grants: args.grants,
+            executors: args.executors,
+            paths: args.paths,
+            running: None,
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: DispatcherMsg,
+        state: &mut DispatcherState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            DispatcherMsg::CancelAll => {
+                if let Some(h) = state.running.take() {
+                    h.abort();
+                }
+            }
+            DispatcherMsg::Dispatch(request) => {
+                let started = Instant::now();
+                let refuse = |kind, text: String, request: CallRequest| Dispatched {
+                    request,
+                    kind,
+                    result: CallResult::Refused { text },
+                    duration_ms: started.elapsed().as_millis() as u64,
+                };
+                let (tool, kind) = match state.route(&request.name) {
+                    Route::Refuse(text) => {
+                        let d = refuse(CallKind::Tool, text, request);
+                        let _ = state
+                            .session
+                            .send_message(SessionMsg::ToolDone(Box::new(d)));
+                        return Ok(());
+                    }
+                    Route::Runtime(name) => {
+                        let text = state.runtime_refusal(name, &request.input).unwrap_or_else(|| {
+                            format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet")
+                        });
+                        let d = refuse(CallKind::Tool, text, request);
+                        let _ = state
+                            .session
+                            .send_message(SessionMsg::ToolDone(Box::new(d)));
+                        return Ok(());
+                    }
+                    Route::Exec(tool, kind) => (tool, kind),
+                };
+                if let Some(text) = missing_required(&tool, &request.input) {
+                    let d = refuse(kind, text, request);
+                    let _ = state
+                        .session
+                        .send_message(SessionMsg::ToolDone(Box::new(d)));
+                    return Ok(());
+                }
+                let executor = state.executor(&tool.kind);
+                let exec = ExecRequest {
+                    tool: tool.clone(),
+                    input: request.input.clone(),
+                    workdir: state.paths.workdir.clone(),
+                    records_dir: state.paths.records_dir.clone(),
+                };
+                let session = state.session.clone();
+                state.running = Some(tokio::spawn(async move {
+                    let outcome = executor.execute(exec).await;
+                    let result = match outcome {
+                        Ok(out) => {
+                            let source = match kind {
+                                CallKind::Skill => format!("skill:{}", tool.name),
+                                _ => format!("tool:{}", tool.name),
+                            };
+                            // Operator skills are trusted guidance; everything else is fenced.
+                            let fenced =
+                                kind != CallKind::Skill || tool.origin == ToolOrigin::Runtime;
+                            let text = if fenced {
+                                fence::fence_with_note(&source, &out.text, out.note.as_deref())
+                            } else {
+                                out.text.clone()
+                            };
+                            CallResult::Ran {
+                                status: out.status,
+                                output_bytes: out.text.len() as u64,
+                                text,
+                                shell: out.shell,
+                            }
+                        }
+                        Err(text) => CallResult::Refused { text },
+                    };
+                    let d = Dispatched {
+                        request,
+                        kind,
+                        result,
+                        duration_ms: started.elapsed().as_millis() as u64,
+                    };
+                    let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut DispatcherState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(h) = state.running.take() {
+            h.abort();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,110 @@
+//! [`SessionSpec`]: everything a Session needs to run, decided before it starts.
+//!
+//! The `mur` crate turns a manifest (and for children, a store entry) into a spec; the kernel
+//! never reads YAML. A spec is immutable once the session starts.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::model::ModelDriver;
+use crate::tool::{Executors, ToolDecl};
+
+/// The grants that decide which runtime-provided tools exist (seed 000: the grant is the tool's
+/// existence) and what a call may do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Grants {
+    /// `capabilities.shell.allow`: binaries the capsule may run.
+    pub shell_allow: Vec<String>,
+    /// `capabilities.spawn.allow`: full names of capsules it may delegate to.
+    pub spawn_allow: Vec<String>,
+    /// `capabilities.plan.submit`.
+    pub plan_submit: bool,
+    /// `capabilities.peer_fetch.allow`.
+    pub peer_fetch_allow: Vec<String>,
+    /// `exports.peer_files` is declared.
+    pub peer_files_export: bool,
+    /// `capabilities.install` declares anything (tool or skill patterns).
+    pub install: bool,
+    /// `capabilities.network.allow`.
+    pub network_allow: Vec<String>,
+}
+
+/// Where a session keeps its files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionPaths {
+    /// The accessible work folder: cwd of every command.
+    pub workdir: PathBuf,
+    /// The records folder: `trace.jsonl`, `tools/`, `out/`, `MURMUR.md`, `task.md`.
+    pub records_dir: PathBuf,
+}
+
+/// How much of the conversation the trace keeps (`trace.capture`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Capture {
+    /// No wire hashes.
+    None,
+    /// Hashes of what was sent and received (default).
+    #[default]
+    Meta,
+    /// Hashes plus tool outputs in the trace.
+    Content,
+}
+
+/// Who delegated to this session, for the child's `session_start`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnedBy {
+    /// The parent's session id.
+    pub parent_session_id: String,
+    /// The `dlg_…` id of the delegation.
+    pub delegation_id: String,
+}
+
+/// Everything one Session runs with.
+#[derive(Clone)]
+pub struct SessionSpec {
+    /// `ses_…`.
+    pub session_id: String,
+    /// Capsule `name`.
+    pub capsule_name: String,
+    /// Capsule `version`.
+    pub capsule_version: String,
+    /// `inference.model`.
+    pub model: String,
+    /// The driver answering inference calls.
+    pub driver: Arc<dyn ModelDriver>,
+    /// `inference.max_turns`; `None` is no cap.
+    pub max_turns: Option<u32>,
+    /// Output cap per call.
+    pub max_tokens: u32,
+    /// The operator's system prompt (manifest or file), if any.
+    pub operator_prompt: Option<String>,
+    /// `manifest`, `cli` or `none`.
+    pub system_prompt_source: &'static str,
+    /// The inventory: every tool the model is offered, in any order (sorted at start).
+    pub tools: Vec<ToolDecl>,
+    /// The grants.
+    pub grants: Grants,
+    /// The task text, the first user message verbatim.
+    pub task: String,
+    /// Where the session's files go.
+    pub paths: SessionPaths,
+    /// The executors for shell, native and skill tools.
+    pub executors: Executors,
+    /// `trace.capture`.
+    pub capture: Capture,
+    /// `inference.tool_refresh` (`compaction` or `immediate`).
+    pub tool_refresh: String,
+    /// Set for delegated children.
+    pub spawned_by: Option<SpawnedBy>,
+}
+
+impl std::fmt::Debug for SessionSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionSpec")
+            .field("session_id", &self.session_id)
+            .field("capsule", &self.capsule_name)
+            .field("version", &self.capsule_version)
+            .field("driver", &self.driver.name())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,225 @@
+//! The [`TraceWriter`] actor: the only writer of one `trace.jsonl`.
+//!
+//! Emitters mint each event's id (time-ordered, so no round trip is needed to learn a parent id)
+//! and send it here; the writer owns the order of lines and their durability. Each event is one
+//! `write` of one whole line, so a killed process can only leave a torn *last* line, which the
+//! readers tolerate. `Sync` fsyncs; sessions ask for it at task end and session end.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::ids;
+
+/// One trace line before it is written: the envelope plus the event's own fields, in order.
+#[derive(Clone, Debug)]
+pub struct TraceEvent {
+    /// `session_start`, `inference`, `tool_call`, …
+    pub event_type: &'static str,
+    /// `evt_…`, minted when the event is built.
+    pub event_id: String,
+    /// The event this one hangs off; `None` only for `session_start`.
+    pub parent_id: Option<String>,
+    /// Unix milliseconds when the event was built.
+    pub timestamp: u64,
+    /// The event's own fields, written after the envelope in insertion order.
+    pub fields: Map<String, Value>,
+}
+
+impl TraceEvent {
+    /// A new event of `event_type` under `parent`.
+    pub fn new(event_type: &'static str, parent: Option<&str>) -> Self {
+        TraceEvent {
+            event_type,
+            event_id: ids::mint("evt_"),
+            parent_id: parent.map(str::to_string),
+            timestamp: ids::now_ms(),
+            fields: Map::new(),
+        }
+    }
+
+    /// Add one field (serialization failures become `null`, never a panic).
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        self.fields.insert(
+            key.to_string(),
+            serde_json::to_value(value).unwrap_or(Value::Null),
+        );
+        self
+    }
+
+    /// Add a field only when `value` is `Some`.
+    pub fn with_opt<T: Serialize>(self, key: &str, value: Option<T>) -> Self {
+        match value {
+            Some(v) => self.with(key, v),
+            None => self,
+        }
+    }
+
+    /// Render the line (with its trailing newline) for `session_id`.
+    pub fn to_line(&self, session_id: &str) -> String {
+        let mut line = String::with_capacity(160 + self.fields.len() * 32);
+        line.push_str("{\"event_type\":");
+        push_json(&mut line, &Value::from(self.event_type));
+        line.push_str(",\"event_id\":");
+        push_json(&mut line, &Value::from(self.event_id.as_str()));
+        line.push_str(",\"parent_id\":");
+        match &self.parent_id {
+            Some(p) => push_json(&mut line, &Value::from(p.as_str())),
+            None => line.push_str("null"),
+        }
+        line.push_str(",\"session_id\":");
+        push_json(&mut line, &Value::from(session_id));
+        line.push_str(",\"timestamp\":");
+        line.push_str(&self.timestamp.to_string());
+        for (k, v) in &self.fields {
+            line.push(',');
+            push_json(&mut line, &Value::from(k.as_str()));
+            line.push(':');
+            push_json(&mut line, v);
+        }
+        line.push_str("}\n");
+        line
+    }
+}
+
+fn push_json(out: &mut String, v: &Value) {
+    // Value's Display is compact JSON and cannot fail.
+    use std::fmt::Write as _;
+    let _ = write!(out, "{v}");
+}
+
+/// Messages the [`TraceWriter`] takes.
+pub enum TraceMsg {
+    /// Append one event as one line.
+    Append(TraceEvent),
+    /// Flush to stable storage; answers the first write error seen, if any.
+    Sync(RpcReplyPort<Result<(), String>>),
+}
+
+/// Arguments to start a [`TraceWriter`].
+pub struct TraceWriterArgs {
+    /// The `trace.jsonl` to create (appended to if it exists).
+    pub path: PathBuf,
+    /// The session every line belongs to.
+    pub session_id: String,
+}
+
+/// The actor writing one `trace.jsonl`.
+pub struct TraceWriter;
+
+/// The writer's state: the open file and the first error met.
+pub struct TraceWriterState {
+    file: File,
+    session_id: String,
+    path: PathBuf,
+    error: Option<String>,
+}
+
+#[ractor::async_trait]
+impl Actor for TraceWriter {
+    type Msg = TraceMsg;
+    type State = TraceWriterState;
+    type Arguments = TraceWriterArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: TraceWriterArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&args.path)
+            .map_err(|e| format!("cannot open {}: {e}", args.path.display()))?;
+        Ok(TraceWriterState {
+            file,
+            session_id: args.session_id,
+            path: args.path,
+            error: None,
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: TraceMsg,
+        state: &mut TraceWriterState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            TraceMsg::Append(event) => {
+                let line = event.to_line(&state.session_id);
+                if let Err(e) = state.file.write_all(line.as_bytes()) {
+                    if state.error.is_none() {
+                        state.error =
+                            Some(format!("trace write failed: {}: {e}", state.path.display()));
+                    }
+                }
+            }
+            TraceMsg::Sync(reply) => {
+                let synced = state
+                    .file
+                    .sync_data()
+                    .map_err(|e| format!("trace sync failed: {}: {e}", state.path.display()));
+                let result = match (&state.error, synced) {
+                    (Some(e), _) => Err(e.clone()),
+                    (None, r) => r,
+                };
+                let _ = reply.send(result);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_keys_come_first_in_order() {
+        let ev = TraceEvent::new("tool_call", Some("evt_parent"))
+            .with("turn", 0)
+            .with("tool_name", "bash");
+        let line = ev.to_line("ses_x");
+        let prefix = format!(
+            "{{\"event_type\":\"tool_call\",\"event_id\":\"{}\",\"parent_id\":\"evt_parent\",\"session_id\":\"ses_x\",\"timestamp\":{},\"turn\":0,\"tool_name\":\"bash\"}}\n",
+            ev.event_id, ev.timestamp
+        );
+        assert_eq!(line, prefix);
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["parent_id"], "evt_parent");
+    }
+
+    #[tokio::test]
+    async fn writer_appends_whole_lines_and_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        let (w, h) = Actor::spawn(
+            None,
+            TraceWriter,
+            TraceWriterArgs {
+                path: path.clone(),
+                session_id: "ses_1".into(),
+            },
+        )
+        .await
+        .unwrap();
+        for i in 0..3 {
+            w.send_message(TraceMsg::Append(
+                TraceEvent::new("inference", None).with("turn", i),
+            ))
+            .unwrap();
+        }
+        let synced = ractor::call!(w, TraceMsg::Sync).unwrap();
+        assert!(synced.is_ok());
+        w.stop(None);
+        h.await.unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.ends_with("\"turn\":2}\n"));
+    }
+}

@@ -1,0 +1,308 @@
+//! `mur/driver-script`: a model that plays its turns from a script file.
+//!
+//! It is the built-in default that lets every example and test run offline with no key, and it
+//! is a real driver behind the same [`ModelDriver`] trait as the HTTP ones: the Session cannot
+//! tell it apart. It is stateless: the turn it plays is the number of assistant messages already
+//! in the conversation, so the same script gives the same run every time.
+//!
+//! The format is documented in `docs/scripted-model.md`.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use mur_actors::model::{
+    ContentBlock, InferError, InferErrorKind, InferReply, InferRequest, Message, ModelDriver,
+    RetrySink, StopReason, Usage,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The scripted driver's artifact name.
+pub const SCRIPT_DRIVER: &str = "mur/driver-script";
+
+/// A whole script: the turns, played in order.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// One entry per model turn.
+    pub turns: Vec<ScriptTurn>,
+}
+
+/// One scripted model turn.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptTurn {
+    /// Text the model says. `{{task}}` becomes the task text and `{{last}}` the text of the last
+    /// message the model was sent (a tool result or an injected outcome).
+    #[serde(default)]
+    pub say: Option<String>,
+    /// Tool calls, made in order.
+    #[serde(default)]
+    pub call: Vec<ScriptCall>,
+    /// Override the stop reason (`end_turn`, `tool_call`, `max_tokens`, or anything else to test
+    /// how the runtime handles an unknown one).
+    #[serde(default)]
+    pub stop: Option<String>,
+    /// Fail this call with this message instead of answering (a driver error).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The call fails unless the last message the model was sent contains this text: a script
+    /// can check that it is reacting to what the tools really returned.
+    #[serde(default)]
+    pub expect: Option<String>,
+    /// Wait this long before answering, in milliseconds (to test cancels and deadlines).
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    /// Token usage to report; absent means the runtime estimates.
+    #[serde(default)]
+    pub usage: Option<ScriptUsage>,
+}
+
+/// Reported usage for one scripted turn.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptUsage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+/// One scripted tool call.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptCall {
+    /// The tool name.
+    pub tool: String,
+    /// Its input; `{}` when absent.
+    #[serde(default)]
+    pub input: Option<Value>,
+}
+
+/// The scripted driver.
+#[derive(Debug)]
+pub struct ScriptDriver {
+    script: Script,
+    path: PathBuf,
+}
+
+impl ScriptDriver {
+    /// Read and parse a script file. Errors name the file and what is wrong with it.
+    pub fn from_file(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the model script {}: {e}", path.display()))?;
+        Self::from_str(&text, path)
+    }
+
+    /// Parse a script given as text; `path` is only used in messages.
+    pub fn from_str(text: &str, path: &Path) -> Result<Self, String> {
+        let script: Script = serde_norway::from_str(text)
+            .map_err(|e| format!("{} is not a valid model script: {e}", path.display()))?;
+        if script.turns.is_empty() {
+            return Err(format!(
+                "{} is not a valid model script: it has no turns",
+                path.display()
+            ));
+        }
+        Ok(ScriptDriver {
+            script,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+fn message_text(m: &Message) -> String {
+    let blocks = match m {
+        Message::User { content } | Message::Assistant { content } => content,
+        Message::Tool { content, .. } => content,
+    };
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[async_trait]
+impl ModelDriver for ScriptDriver {
+    fn name(&self) -> &str {
+        SCRIPT_DRIVER
+    }
+
+    async fn infer(
+        &self,
+        request: &InferRequest,
+        _retries: &dyn RetrySink,
+    ) -> Result<InferReply, InferError> {
+        let index = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let Some(turn) = self.script.turns.get(index) else {
+            return Err(InferError::new(
+                InferErrorKind::Driver,
+                format!(
+                    "the model script {} has {} turn(s) and the session asked for turn {}",
+                    self.path.display(),
+                    self.script.turns.len(),
+                    index + 1
+                ),
+            ));
+        };
+        if let Some(ms) = turn.delay_ms {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        let last = request
+            .messages
+            .last()
+            .map(message_text)
+            .unwrap_or_default();
+        if let Some(expect) = &turn.expect {
+            if !last.contains(expect.as_str()) {
+                return Err(InferError::new(
+                    InferErrorKind::Driver,
+                    format!(
+                        "the model script {} expected turn {} to follow a message containing {:?}, but the last message was: {}",
+                        self.path.display(),
+                        index + 1,
+                        expect,
+                        mur_actors::session::truncate(&last, 400)
+                    ),
+                ));
+            }
+        }
+        if let Some(error) = &turn.error {
+            return Err(InferError::new(InferErrorKind::Driver, error.clone()));
+        }
+        let mut content = Vec::new();
+        if let Some(say) = &turn.say {
+            let task = request
+                .messages
+                .first()
+                .map(message_text)
+                .unwrap_or_default();
+            let text = say.replace("{{task}}", &task).replace("{{last}}", &last);
+            content.push(ContentBlock::Text { text });
+        }
+        for (n, call) in turn.call.iter().enumerate() {
+            content.push(ContentBlock::ToolCall {
+                id: format!("call_{index}_{n}"),
+                name: call.tool.clone(),
+                input: call
+                    .input
+                    .clone()
+                    .unwrap_or_else(|| Value::Object(Default::default())),
+            });
+        }
+        let stop_reason = match turn.stop.as_deref() {
+            Some("end_turn") => StopReason::EndTurn,
+            Some("tool_call") => StopReason::ToolCall,
+            Some("max_tokens") => StopReason::MaxTokens,
+            Some(other) => StopReason::Other(other.to_string()),
+            None if turn.call.is_empty() => StopReason::EndTurn,
+            None => StopReason::ToolCall,
+        };
+        Ok(InferReply {
+            stop_reason,
+            content,
+            usage: turn
+                .usage
+                .as_ref()
+                .map(|u| Usage {
+                    input_tokens: Some(u.input_tokens),
+                    output_tokens: Some(u.output_tokens),
+                    ..Usage::default()
+                })
+                .unwrap_or_default(),
+            attempts: 1,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mur_actors::model::NoRetrySink;
+    use std::sync::Arc;
+
+    fn request(messages: Vec<Message>) -> InferRequest {
+        InferRequest {
+            model: "scripted".into(),
+            max_tokens: 100,
+            system: String::new(),
+            messages: Arc::new(messages),
+            tools: Arc::new(vec![]),
+            prompt_cache_key: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn plays_turns_by_position_and_fills_placeholders() {
+        let d = ScriptDriver::from_str(
+            "turns:\n  - call: [{tool: bash, input: {command: ls}}]\n  - say: 'saw {{last}} for {{task}}'\n",
+            Path::new("s.yaml"),
+        )
+        .unwrap();
+        let first = d
+            .infer(&request(vec![Message::user_text("T")]), &NoRetrySink)
+            .await
+            .unwrap();
+        assert_eq!(first.stop_reason, StopReason::ToolCall);
+        let second = d
+            .infer(
+                &request(vec![
+                    Message::user_text("T"),
+                    Message::Assistant {
+                        content: first.content,
+                    },
+                    Message::Tool {
+                        tool_call_id: "call_0_0".into(),
+                        is_error: false,
+                        content: vec![ContentBlock::text("R")],
+                    },
+                ]),
+                &NoRetrySink,
+            )
+            .await
+            .unwrap();
+        assert_eq!(second.stop_reason, StopReason::EndTurn);
+        assert_eq!(second.content, vec![ContentBlock::text("saw R for T")]);
+    }
+
+    #[tokio::test]
+    async fn running_out_of_turns_and_failed_expectations_are_driver_errors() {
+        let d = ScriptDriver::from_str(
+            "turns:\n  - expect: nope\n    say: x\n",
+            Path::new("s.yaml"),
+        )
+        .unwrap();
+        let e = d
+            .infer(&request(vec![Message::user_text("T")]), &NoRetrySink)
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("expected turn 1"), "{}", e.message);
+        let e = d
+            .infer(
+                &request(vec![
+                    Message::user_text("T"),
+                    Message::Assistant { content: vec![] },
+                ]),
+                &NoRetrySink,
+            )
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("has 1 turn(s)"), "{}", e.message);
+    }
+
+    #[test]
+    fn bad_scripts_name_the_file() {
+        let e = ScriptDriver::from_str("turns: []\n", Path::new("x/script.yaml")).unwrap_err();
+        assert!(e.contains("x/script.yaml") && e.contains("no turns"), "{e}");
+        let e = ScriptDriver::from_str("turn: []\n", Path::new("s.yaml")).unwrap_err();
+        assert!(e.contains("s.yaml is not a valid model script"), "{e}");
+    }
+}

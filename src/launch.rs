@@ -1,0 +1,110 @@
+//! Launching a session on a fresh actor tree: the part of `mur run` after the manifest is read.
+//!
+//! Starts the Supervisor, opens the door, prints the startup lines of seed 001 step 4, runs the
+//! root session to its end, turns Ctrl-C into a clean `canceled` ending (a second Ctrl-C exits at
+//! once), and prints `status:  <exit status>`.
+
+use std::io::Write;
+
+use mur_actors::session::SessionReport;
+use mur_actors::spec::SessionSpec;
+use mur_actors::supervisor::{Supervisor, SupervisorMsg};
+use ractor::Actor;
+
+use crate::diagnostic::Diagnostic;
+
+/// The `-v` lines `mur run` prints after `session:`.
+#[derive(Clone, Debug, Default)]
+pub struct Header {
+    /// Print the verbose lines.
+    pub verbose: bool,
+    /// `<name> v<version>`.
+    pub manifest: String,
+    /// `<driver artifact> (<model>)`.
+    pub driver: String,
+}
+
+/// Raise the soft open-file limit to the hard limit, so thousands of sessions (one trace file
+/// each) fit in one process. Failure is harmless: the default limit stays.
+pub fn raise_nofile_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// Run `spec` as the root session of a new actor tree and print the `mur run` lines.
+pub async fn launch(spec: SessionSpec, header: &Header) -> Result<SessionReport, Diagnostic> {
+    raise_nofile_limit();
+    let (sup, sup_handle) = Actor::spawn(None, Supervisor, ())
+        .await
+        .map_err(|e| Diagnostic::error("E-RUN-001", format!("cannot start the runtime: {e}")))?;
+    let addr = crate::door::open(sup.clone()).await.map_err(|e| {
+        Diagnostic::error(
+            "E-RUN-001",
+            format!("cannot open the loopback listener on 127.0.0.1: {e}"),
+        )
+    })?;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "murmur: url localhost:{}", addr.port());
+    let _ = writeln!(out, "session: {}", spec.session_id);
+    if header.verbose {
+        let _ = writeln!(out, "workdir: {}", spec.paths.workdir.display());
+        let _ = writeln!(out, "manifest: {}", header.manifest);
+        let _ = writeln!(out, "driver: {}", header.driver);
+    }
+    let _ = out.flush();
+    drop(out);
+
+    let records = spec.paths.records_dir.clone();
+    let started = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(spec),
+        reply
+    });
+    let rx = match started {
+        Ok(Ok(rx)) => rx,
+        Ok(Err(e)) => {
+            stop(sup, sup_handle).await;
+            return Err(Diagnostic::error("E-IO-002", e).with_hint(format!(
+                "the session folder {} must be creatable and writable; pass --workdir to put it elsewhere",
+                records.display()
+            )));
+        }
+        Err(e) => {
+            stop(sup, sup_handle).await;
+            return Err(Diagnostic::error(
+                "E-RUN-001",
+                format!("the runtime did not answer: {e}"),
+            ));
+        }
+    };
+    tokio::pin!(rx);
+    let report = tokio::select! {
+        r = &mut rx => r,
+        _ = tokio::signal::ctrl_c() => {
+            tracing::info!("Ctrl-C: canceling the session (press Ctrl-C again to exit at once)");
+            let _ = sup.send_message(SupervisorMsg::Shutdown { reason: "interrupted (Ctrl-C)".into() });
+            tokio::select! {
+                r = &mut rx => r,
+                _ = tokio::signal::ctrl_c() => std::process::exit(130),
+            }
+        }
+    };
+    stop(sup, sup_handle).await;
+    let report =
+        report.map_err(|_| Diagnostic::error("E-RUN-001", "the session ended without a report"))?;
+    println!("status:  {}", report.exit_status.as_str());
+    Ok(report)
+}
+
+async fn stop(sup: ractor::ActorRef<SupervisorMsg>, handle: tokio::task::JoinHandle<()>) {
+    sup.stop(None);
+    let _ = handle.await;
+}

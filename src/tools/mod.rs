@@ -1,0 +1,24 @@
+//! Tool executors: how a shell binary, a native tool artifact or a skill actually runs.
+//!
+//! The kernel's Dispatcher decides whether a call may run and which executor gets it; these
+//! decide how. Each is a real thing: a subprocess, a program speaking JSON on stdin/stdout, a file.
+
+pub mod capture;
+pub mod native;
+pub mod process;
+pub mod shell;
+pub mod skill;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mur_actors::tool::Executors;
+
+/// The executors `mur run` uses; `deadline` bounds one shell command or native tool call.
+pub fn executors(deadline: Duration) -> Executors {
+    Executors {
+        shell: Arc::new(shell::ShellExecutor { deadline }),
+        native: Arc::new(native::NativeExecutor),
+        skill: Arc::new(skill::SkillExecutor),
+    }
+}

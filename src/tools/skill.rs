@@ -1,0 +1,29 @@
+//! Skills: the staged `skill.md` text is the result.
+
+use async_trait::async_trait;
+use mur_actors::tool::{ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor, ToolKind};
+
+/// Answers skill calls with the skill's text.
+pub struct SkillExecutor;
+
+#[async_trait]
+impl ToolExecutor for SkillExecutor {
+    async fn execute(&self, request: ExecRequest) -> ExecResult {
+        let ToolKind::Skill { path } = &request.tool.kind else {
+            return Err(format!("tool '{}' is not a skill", request.tool.name));
+        };
+        let text = tokio::fs::read(path).await.map_err(|e| {
+            format!(
+                "skill '{}' cannot be read from {}: {e}",
+                request.tool.name,
+                path.display()
+            )
+        })?;
+        Ok(ExecOutput {
+            status: ExecStatus::Passed,
+            text: String::from_utf8_lossy(&text).into_owned(),
+            note: None,
+            shell: None,
+        })
+    }
+}

@@ -1,0 +1,234 @@
+//! The turn loop on the real kernel, driven by the scripted model and real shell subprocesses,
+//! without the CLI: trace lines, result file, refusals, limits and cancel.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mur::drivers::script::ScriptDriver;
+use mur::tools::shell;
+use mur_actors::session::{ExitStatus, SessionReport};
+use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec};
+use mur_actors::supervisor::{Supervisor, SupervisorMsg};
+use mur_actors::tool::{ToolDecl, ToolKind, ToolOrigin};
+use ractor::Actor;
+use serde_json::Value;
+
+fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) -> SessionSpec {
+    let driver = ScriptDriver::from_str(script, &dir.join("script.yaml")).unwrap();
+    let session_id = mur_actors::ids::session_id();
+    let records = dir.join("workdir").join(&session_id);
+    SessionSpec {
+        session_id,
+        capsule_name: "loop-test".into(),
+        capsule_version: "0.1.0".into(),
+        model: "scripted".into(),
+        driver: Arc::new(driver),
+        max_turns,
+        max_tokens: 1024,
+        operator_prompt: None,
+        system_prompt_source: "none",
+        tools: shell_allow
+            .iter()
+            .map(|b| ToolDecl {
+                name: b.to_string(),
+                full_name: None,
+                version: "0.0.0".into(),
+                description: shell::description(b),
+                input_schema: shell::input_schema(),
+                kind: ToolKind::Shell {
+                    binary: b.to_string(),
+                },
+                origin: ToolOrigin::Provided,
+            })
+            .collect(),
+        grants: Grants {
+            shell_allow: shell_allow.iter().map(|s| s.to_string()).collect(),
+            ..Grants::default()
+        },
+        task: "do the thing".into(),
+        paths: SessionPaths {
+            workdir: records.clone(),
+            records_dir: records,
+        },
+        executors: mur::tools::executors(Duration::from_secs(30)),
+        capture: Capture::Meta,
+        tool_refresh: "compaction".into(),
+        spawned_by: None,
+    }
+}
+
+async fn run(spec: SessionSpec, cancel_after: Option<Duration>) -> SessionReport {
+    let (sup, handle) = Actor::spawn(None, Supervisor, ()).await.unwrap();
+    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(spec),
+        reply
+    })
+    .unwrap()
+    .unwrap();
+    if let Some(after) = cancel_after {
+        let sup2 = sup.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let _ = sup2.send_message(SupervisorMsg::Shutdown {
+                reason: "test".into(),
+            });
+        });
+    }
+    let report = tokio::time::timeout(Duration::from_secs(20), rx)
+        .await
+        .expect("session ended in time")
+        .unwrap();
+    sup.stop(None);
+    handle.await.unwrap();
+    report
+}
+
+fn trace(records: &Path) -> Vec<Value> {
+    std::fs::read_to_string(records.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn types(lines: &[Value]) -> Vec<&str> {
+    lines
+        .iter()
+        .map(|l| l["event_type"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn shell_calls_run_in_order_and_the_trace_counts_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "turns:\n  - call:\n      - {tool: bash, input: {command: 'echo one > f.txt; echo hi'}}\n      - {tool: nope, input: {}}\n  - expect: 'not declared in manifest allowlist'\n    call: [{tool: bash, input: {command: 'cat f.txt; exit 3'}}]\n  - expect: 'Exit code: 3'\n    say: done\n";
+    let s = spec(dir.path(), script, &["bash"], None);
+    let records = s.paths.records_dir.clone();
+    let report = run(s, None).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    assert_eq!(report.result, "done");
+    assert_eq!(
+        std::fs::read_to_string(records.join("out/result.txt")).unwrap(),
+        "done"
+    );
+    let lines = trace(&records);
+    assert_eq!(
+        types(&lines),
+        [
+            "session_start",
+            "task_start",
+            "inference",
+            "tool_call",
+            "shell",
+            "tool_call",
+            "inference",
+            "tool_call",
+            "shell",
+            "inference",
+            "task_end",
+            "session_end"
+        ]
+    );
+    assert_eq!(lines[0]["tools_declared"], serde_json::json!(["bash"]));
+    assert_eq!(lines[5]["status"], "error");
+    assert_eq!(
+        lines[5]["error"],
+        "tool 'nope' is not declared in manifest allowlist"
+    );
+    assert_eq!(lines[8]["exit_code"], 3);
+    let end = &lines[11];
+    assert_eq!(end["total_turns"], 3);
+    assert_eq!(end["total_tool_calls"], 3);
+    assert_eq!(end["total_shell_calls"], 2);
+    assert_eq!(end["exit_status"], "ok");
+    // Every parent id names a line already in the file.
+    for (i, l) in lines.iter().enumerate().skip(1) {
+        let parent = l["parent_id"].as_str().unwrap();
+        assert!(
+            lines[..i].iter().any(|p| p["event_id"] == parent),
+            "line {i}"
+        );
+    }
+    assert!(records.join("tools/bash/murmur.yaml").exists());
+    assert!(records.join("f.txt").exists());
+}
+
+#[tokio::test]
+async fn max_turns_ends_the_task_with_the_upstream_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "turns:\n  - call: [{tool: bash, input: {command: 'true'}}]\n  - call: [{tool: bash, input: {command: 'true'}}]\n  - say: never\n";
+    let s = spec(dir.path(), script, &["bash"], Some(2));
+    let report = run(s, None).await;
+    assert_eq!(report.exit_status, ExitStatus::MaxTurnsReached);
+    assert_eq!(
+        report.result,
+        "error: max_turns exceeded: the task used all 2 inference turns inference.max_turns allows (turn 0 to turn 1)"
+    );
+}
+
+#[tokio::test]
+async fn cancel_during_a_model_call_ends_canceled_with_a_complete_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "turns:\n  - delay_ms: 30000\n    say: too late\n";
+    let s = spec(dir.path(), script, &[], None);
+    let records = s.paths.records_dir.clone();
+    let started = std::time::Instant::now();
+    let report = run(s, Some(Duration::from_millis(200))).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(report.exit_status, ExitStatus::Canceled);
+    let lines = trace(&records);
+    assert_eq!(
+        types(&lines),
+        [
+            "session_start",
+            "task_start",
+            "task_canceled",
+            "task_end",
+            "session_end"
+        ]
+    );
+    assert_eq!(lines[2]["phase"], "inference");
+    assert_eq!(lines[4]["exit_status"], "canceled");
+}
+
+#[tokio::test]
+async fn cancel_kills_a_running_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "turns:\n  - call: [{tool: bash, input: {command: 'sleep 30'}}]\n  - say: never\n";
+    let s = spec(dir.path(), script, &["bash"], None);
+    let started = std::time::Instant::now();
+    let report = run(s, Some(Duration::from_millis(300))).await;
+    assert_eq!(report.exit_status, ExitStatus::Canceled);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn driver_errors_fail_the_task_with_a_traced_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spec(
+        dir.path(),
+        "turns:\n  - error: provider exploded\n",
+        &[],
+        None,
+    );
+    let records = s.paths.records_dir.clone();
+    let report = run(s, None).await;
+    assert_eq!(report.exit_status, ExitStatus::Failed);
+    assert_eq!(report.result, "error: provider exploded");
+    let lines = trace(&records);
+    assert_eq!(
+        types(&lines),
+        [
+            "session_start",
+            "task_start",
+            "inference",
+            "task_failed",
+            "task_end",
+            "session_end"
+        ]
+    );
+    assert_eq!(lines[2]["decision"], "error");
+    assert_eq!(lines[3]["cause"], "driver_error");
+    assert_eq!(lines[5]["total_turns"], 0);
+}
