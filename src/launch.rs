@@ -8,7 +8,7 @@ use std::io::Write;
 
 use mur_actors::session::SessionReport;
 use mur_actors::spec::SessionSpec;
-use mur_actors::supervisor::{Supervisor, SupervisorMsg};
+use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
 use ractor::Actor;
 
 use crate::diagnostic::Diagnostic;
@@ -41,9 +41,13 @@ pub fn raise_nofile_limit() {
 }
 
 /// Run `spec` as the root session of a new actor tree and print the `mur run` lines.
-pub async fn launch(spec: SessionSpec, header: &Header) -> Result<SessionReport, Diagnostic> {
+pub async fn launch(
+    spec: SessionSpec,
+    header: &Header,
+    supervisor: SupervisorArgs,
+) -> Result<SessionReport, Diagnostic> {
     raise_nofile_limit();
-    let (sup, sup_handle) = Actor::spawn(None, Supervisor, ())
+    let (sup, sup_handle) = Actor::spawn(None, Supervisor, supervisor)
         .await
         .map_err(|e| Diagnostic::error("E-RUN-001", format!("cannot start the runtime: {e}")))?;
     let addr = crate::door::open(sup.clone()).await.map_err(|e| {

@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mur::drivers::script::ScriptDriver;
-use mur::tools::shell;
+use mur_actors::provided;
 use mur_actors::session::{ExitStatus, SessionReport};
 use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec};
-use mur_actors::supervisor::{Supervisor, SupervisorMsg};
-use mur_actors::tool::{ToolDecl, ToolKind, ToolOrigin};
+use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
 use ractor::Actor;
 use serde_json::Value;
 
@@ -30,17 +29,7 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
         system_prompt_source: "none",
         tools: shell_allow
             .iter()
-            .map(|b| ToolDecl {
-                name: b.to_string(),
-                full_name: None,
-                version: "0.0.0".into(),
-                description: shell::description(b),
-                input_schema: shell::input_schema(),
-                kind: ToolKind::Shell {
-                    binary: b.to_string(),
-                },
-                origin: ToolOrigin::Provided,
-            })
+            .map(|b| provided::shell_tool(b))
             .collect(),
         grants: Grants {
             shell_allow: shell_allow.iter().map(|s| s.to_string()).collect(),
@@ -55,11 +44,15 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
         capture: Capture::Meta,
         tool_refresh: "compaction".into(),
         spawned_by: None,
+        depth: 0,
+        delegation_deadline: Duration::from_secs(600),
     }
 }
 
 async fn run(spec: SessionSpec, cancel_after: Option<Duration>) -> SessionReport {
-    let (sup, handle) = Actor::spawn(None, Supervisor, ()).await.unwrap();
+    let (sup, handle) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
+        .await
+        .unwrap();
     let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
         spec: Box::new(spec),
         reply

@@ -18,9 +18,13 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
+use crate::delegation::{ChildRequest, StartedChild};
 use crate::fence;
+use crate::ids;
+use crate::provided::bare;
 use crate::session::SessionMsg;
 use crate::spec::{Grants, SessionPaths};
+use crate::supervisor::SupervisorMsg;
 use crate::tool::{
     ExecRequest, ExecStatus, Executors, ShellFacts, ToolDecl, ToolExecutor, ToolKind, ToolOrigin,
     RUNTIME_TOOLS,
@@ -73,6 +77,29 @@ pub enum CallResult {
     },
 }
 
+/// Something a call changed in the session beyond its result text, for the Session to record.
+#[derive(Clone, Debug)]
+pub enum Effect {
+    /// `delegate-task` started a child.
+    DelegationStarted {
+        /// The child.
+        started: StartedChild,
+        /// Full capsule name.
+        capsule: String,
+        /// Version.
+        version: String,
+    },
+    /// `delegate-task` was refused; nothing started.
+    DelegationRefused {
+        /// Full capsule name (or what the model asked for).
+        capsule: String,
+        /// Version asked for.
+        version: String,
+        /// The refusal sentence.
+        reason: String,
+    },
+}
+
 /// The Dispatcher's answer to one [`CallRequest`].
 #[derive(Clone, Debug)]
 pub struct Dispatched {
@@ -84,6 +111,8 @@ pub struct Dispatched {
     pub result: CallResult,
     /// Wall time of the call.
     pub duration_ms: u64,
+    /// What else the call changed.
+    pub effect: Option<Effect>,
 }
 
 impl Dispatched {
@@ -113,6 +142,12 @@ pub enum DispatcherMsg {
 
 /// Arguments to start a [`Dispatcher`].
 pub struct DispatcherArgs {
+    /// The session's id (a delegation's parent).
+    pub session_id: String,
+    /// The session's depth in the delegation tree.
+    pub depth: u32,
+    /// The process Supervisor, which starts children; `None` refuses delegations.
+    pub supervisor: Option<ActorRef<SupervisorMsg>>,
     /// The session it answers.
     pub session: ActorRef<SessionMsg>,
     /// The held inventory.
@@ -130,6 +165,9 @@ pub struct Dispatcher;
 
 /// The Dispatcher's state.
 pub struct DispatcherState {
+    session_id: String,
+    depth: u32,
+    supervisor: Option<ActorRef<SupervisorMsg>>,
     session: ActorRef<SessionMsg>,
     tools: HashMap<String, Arc<ToolDecl>>,
     grants: Grants,
@@ -265,6 +303,9 @@ impl Actor for Dispatcher {
         args: DispatcherArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(DispatcherState {
+            session_id: args.session_id,
+            depth: args.depth,
+            supervisor: args.supervisor,
             session: args.session,
             tools: args
                 .tools
@@ -297,6 +338,7 @@ impl Actor for Dispatcher {
                     kind,
                     result: CallResult::Refused { text },
                     duration_ms: started.elapsed().as_millis() as u64,
+                    effect: None,
                 };
                 let (tool, kind) = match state.route(&request.name) {
                     Route::Refuse(text) => {
@@ -307,9 +349,38 @@ impl Actor for Dispatcher {
                         return Ok(());
                     }
                     Route::Runtime(name) => {
-                        let text = state.runtime_refusal(name, &request.input).unwrap_or_else(|| {
-                            format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet")
-                        });
+                        if let Some(text) = state.runtime_refusal(name, &request.input) {
+                            let d = refuse(CallKind::Tool, text, request);
+                            let _ = state
+                                .session
+                                .send_message(SessionMsg::ToolDone(Box::new(d)));
+                            return Ok(());
+                        }
+                        if name == "delegate-task" {
+                            let ctx = DelegateCtx {
+                                session_id: state.session_id.clone(),
+                                depth: state.depth,
+                                supervisor: state.supervisor.clone(),
+                                session: state.session.clone(),
+                                spawn_allow: state.grants.spawn_allow.clone(),
+                                parent_grants: state.grants.clone(),
+                                records_dir: state.paths.records_dir.clone(),
+                            };
+                            let session = state.session.clone();
+                            state.running = Some(tokio::spawn(async move {
+                                let (result, effect) = delegate(&ctx, &request.input).await;
+                                let d = Dispatched {
+                                    request,
+                                    kind: CallKind::Tool,
+                                    result,
+                                    duration_ms: started.elapsed().as_millis() as u64,
+                                    effect,
+                                };
+                                let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
+                            }));
+                            return Ok(());
+                        }
+                        let text = format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet");
                         let d = refuse(CallKind::Tool, text, request);
                         let _ = state
                             .session
@@ -363,6 +434,7 @@ impl Actor for Dispatcher {
                         kind,
                         result,
                         duration_ms: started.elapsed().as_millis() as u64,
+                        effect: None,
                     };
                     let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
                 }));
@@ -380,5 +452,126 @@ impl Actor for Dispatcher {
             h.abort();
         }
         Ok(())
+    }
+}
+
+/// What `delegate-task` needs to know about the delegating session.
+struct DelegateCtx {
+    session_id: String,
+    depth: u32,
+    supervisor: Option<ActorRef<SupervisorMsg>>,
+    session: ActorRef<SessionMsg>,
+    spawn_allow: Vec<String>,
+    parent_grants: Grants,
+    records_dir: std::path::PathBuf,
+}
+
+fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
+    match input.get(key).and_then(Value::as_str) {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        _ => Err(format!("'delegate-task' requires a non-empty '{key}'")),
+    }
+}
+
+/// Run one `delegate-task` call: validate, ask the Supervisor for the child, answer.
+async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, Option<Effect>) {
+    let asked_capsule = input.get("capsule").and_then(Value::as_str).unwrap_or("");
+    let asked_version = input.get("version").and_then(Value::as_str).unwrap_or("");
+    let refused = |reason: String, capsule: String| {
+        (
+            CallResult::Refused {
+                text: reason.clone(),
+            },
+            Some(Effect::DelegationRefused {
+                capsule,
+                version: asked_version.to_string(),
+                reason,
+            }),
+        )
+    };
+    if !input.is_object() {
+        return refused(
+            "'delegate-task' expects a JSON object as its input".into(),
+            asked_capsule.into(),
+        );
+    }
+    let fields = (
+        required_str(input, "capsule"),
+        required_str(input, "version"),
+        required_str(input, "task"),
+    );
+    let (capsule, version, task) = match fields {
+        (Ok(c), Ok(v), Ok(t)) => (c, v, t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            return refused(e, asked_capsule.into())
+        }
+    };
+    let Some(full) = ctx
+        .spawn_allow
+        .iter()
+        .find(|f| bare(f) == capsule || f.as_str() == capsule)
+    else {
+        let names: Vec<&str> = ctx.spawn_allow.iter().map(|f| bare(f)).collect();
+        return refused(
+            format!(
+                "'{capsule}' is not in capabilities.spawn.allow; this capsule may delegate to: {}",
+                names.join(", ")
+            ),
+            capsule.into(),
+        );
+    };
+    let Some(supervisor) = &ctx.supervisor else {
+        return refused(
+            "delegation is not available in this process".into(),
+            full.clone(),
+        );
+    };
+    let session_id = ids::session_id();
+    let records = ctx.records_dir.join("children").join(&session_id);
+    let request = ChildRequest {
+        capsule: full.clone(),
+        version: version.to_string(),
+        task: task.to_string(),
+        session_id,
+        delegation_id: ids::mint("dlg_"),
+        parent_session_id: ctx.session_id.clone(),
+        parent_grants: ctx.parent_grants.clone(),
+        paths: SessionPaths {
+            workdir: records.clone(),
+            records_dir: records,
+        },
+        depth: ctx.depth + 1,
+    };
+    let answer = ractor::call!(supervisor, |reply| SupervisorMsg::SpawnChild {
+        request: Box::new(request),
+        parent: ctx.session.clone(),
+        reply
+    });
+    match answer {
+        Ok(Ok(started)) => {
+            let data = serde_json::json!({
+                "delegation_id": started.delegation_id,
+                "session_id": started.session_id,
+                "capsule": bare(full),
+                "version": version,
+                "status": "started",
+                "child_workdir": started.workdir.display().to_string(),
+            });
+            (
+                CallResult::Ran {
+                    status: ExecStatus::Passed,
+                    output_bytes: data.to_string().len() as u64,
+                    text: fence::fence("tool:delegate-task", &data.to_string()),
+                    shell: None,
+                },
+                Some(Effect::DelegationStarted {
+                    started,
+                    capsule: full.clone(),
+                    version: version.to_string(),
+                }),
+            )
+        }
+        Ok(Err(reason)) => refused(reason, full.clone()),
+        Err(e) => refused(format!("the runtime did not answer: {e}"), full.clone()),
     }
 }

@@ -6,11 +6,13 @@
 //! [`dispatcher::Dispatcher`] (one per session), [`trace::TraceWriter`] (one per trace file) and
 //! [`registry::Registry`] (one per process, the only writer of `murmur.lock`).
 
+pub mod delegation;
 pub mod dispatcher;
 pub mod fence;
 pub mod ids;
 pub mod model;
 pub mod prompt;
+pub mod provided;
 pub mod registry;
 pub mod session;
 pub mod spec;

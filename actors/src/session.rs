@@ -16,8 +16,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
+use crate::delegation::{outcome_text, ChildTable, DelegationOutcome, OutcomeStatus};
 use crate::dispatcher::{
     CallKind, CallRequest, CallResult, Dispatched, Dispatcher, DispatcherArgs, DispatcherMsg,
+    Effect,
 };
 use crate::ids;
 use crate::model::{
@@ -27,6 +29,7 @@ use crate::model::{
 use crate::prompt;
 use crate::spec::{Capture, SessionSpec};
 use crate::staging;
+use crate::supervisor::SupervisorMsg;
 use crate::tool::ExecStatus;
 use crate::trace::{TraceEvent, TraceMsg, TraceWriter, TraceWriterArgs};
 
@@ -131,6 +134,17 @@ pub enum SessionMsg {
     },
     /// Report the session's status.
     Describe(RpcReplyPort<SessionStatus>),
+    /// A delegation ended: the background-task message from a child (or its synthesized end).
+    ChildOutcome(Box<DelegationOutcome>),
+    /// A delegation's deadline passed; end the child if it still runs.
+    DelegationDeadline {
+        /// `dlg_…`.
+        delegation_id: String,
+    },
+    /// The driver panicked: the session crashes (its parent sees `crashed`).
+    Crash(String),
+    /// Children did not report in time after the task ended: stop anyway.
+    DrainTimeout,
     /// End the task with this status and result (queued by the session itself, so it is
     /// handled after every message already in the mailbox).
     Finish {
@@ -150,6 +164,8 @@ pub struct SessionArgs {
     pub spec: SessionSpec,
     /// Who hears the outcome.
     pub report: ReportSink,
+    /// The process's Supervisor (for delegations); `None` runs without delegation.
+    pub supervisor: Option<ActorRef<SupervisorMsg>>,
 }
 
 /// The session actor.
@@ -176,8 +192,20 @@ pub struct SessionState {
     pending: VecDeque<CallRequest>,
     in_flight: Option<JoinHandle<()>>,
     totals: Totals,
+    /// Tokens of children already added into `totals`.
+    delegated: (u64, u64),
     started: Instant,
     ended: Option<ExitStatus>,
+    children: ChildTable,
+    supervisor: Option<ActorRef<SupervisorMsg>>,
+    /// Set while the model ended its turn and the task waits for outcomes (since when).
+    waiting: Option<Instant>,
+    continuations: u32,
+    /// The answer of the turn that ended with delegations outstanding, kept in case no turn is
+    /// left to read their outcomes.
+    waiting_text: String,
+    /// The task ended; the actor stops when the listed children have reported.
+    draining: bool,
 }
 
 /// Forwards a driver's retry notes to the session as messages.
@@ -222,6 +250,8 @@ impl SessionState {
     }
 
     fn start_turn(&mut self, myself: &ActorRef<SessionMsg>) {
+        let settled = self.children.take_settled();
+        self.deliver(settled);
         if let Some(max) = self.spec.max_turns {
             if self.totals.turns >= max {
                 self.finish_later(myself, ExitStatus::MaxTurnsReached, max_turns_text(max));
@@ -248,9 +278,21 @@ impl SessionState {
                 session: me.clone(),
                 turn,
             };
-            let result = driver.infer(&request, &sink).await;
-            drop(request);
-            let _ = me.send_message(SessionMsg::InferDone { turn, result });
+            let call = std::panic::AssertUnwindSafe(driver.infer(&request, &sink));
+            match futures::FutureExt::catch_unwind(call).await {
+                Ok(result) => {
+                    drop(request);
+                    let _ = me.send_message(SessionMsg::InferDone { turn, result });
+                }
+                Err(panic) => {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "the model driver panicked".into());
+                    let _ = me.send_message(SessionMsg::Crash(text));
+                }
+            }
         }));
     }
 
@@ -361,7 +403,21 @@ impl SessionState {
                 self.push_message(Message::Assistant {
                     content: reply.content,
                 });
-                self.finish_later(myself, ExitStatus::Ok, text);
+                let turns_left = self
+                    .spec
+                    .max_turns
+                    .is_none_or(|max| self.totals.turns < max);
+                if self.children.outstanding() > 0 && turns_left {
+                    // Wait, spending nothing, and continue once with every outcome.
+                    self.waiting = Some(Instant::now());
+                    self.waiting_text = text;
+                } else if self.children.has_settled() && turns_left {
+                    self.waiting = Some(Instant::now());
+                    self.waiting_text = text;
+                    self.continue_with_outcomes(myself);
+                } else {
+                    self.finish_later(myself, ExitStatus::Ok, text);
+                }
             }
             StopReason::Other(s) => {
                 self.fail(
@@ -388,6 +444,93 @@ impl SessionState {
                 .with_opt("retry_stopped", err.retry_stopped.as_deref()),
         );
         self.fail(myself, err.kind.as_str(), &err.message);
+    }
+
+    /// Write the terminal `delegation` line of one outcome.
+    fn delegation_line(&self, o: &DelegationOutcome, reason: Option<&str>) {
+        self.emit(
+            TraceEvent::new("delegation", Some(&self.session_event))
+                .with("capsule", &o.capsule)
+                .with("version", &o.version)
+                .with("delegation_id", &o.delegation_id)
+                .with("child_session_id", &o.child_session_id)
+                .with("duration_ms", o.duration_ms)
+                .with("outcome", o.status.as_str())
+                .with("reason", reason.or(o.detail.as_deref()))
+                .with(
+                    "usage",
+                    json!({"input_tokens": o.totals.input_tokens, "output_tokens": o.totals.output_tokens, "turns": o.totals.turns}),
+                ),
+        );
+    }
+
+    /// Show settled outcomes to the model: one user message, before the next model call.
+    fn deliver(&mut self, settled: Vec<DelegationOutcome>) {
+        if settled.is_empty() {
+            return;
+        }
+        let texts: Vec<String> = settled
+            .iter()
+            .map(|o| {
+                self.delegation_line(o, None);
+                outcome_text(o)
+            })
+            .collect();
+        self.push_message(Message::user_text(texts.join("\n\n")));
+    }
+
+    /// The model ended its turn and every outcome is in: continue the task once with all of them.
+    fn continue_with_outcomes(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Some(since) = self.waiting.take() else {
+            return;
+        };
+        let settled = self.children.take_settled();
+        self.continuations += 1;
+        let ids: Vec<&str> = settled.iter().map(|o| o.delegation_id.as_str()).collect();
+        self.emit(
+            TraceEvent::new("task_continued", Some(&self.task_event))
+                .with("task_id", &self.task_id)
+                .with("continuation_number", self.continuations)
+                .with("delegations", &ids)
+                .with("member_calls", Vec::<String>::new())
+                .with("waited_ms", since.elapsed().as_millis() as u64)
+                .with(
+                    "turns_remaining",
+                    self.spec
+                        .max_turns
+                        .map(|m| m.saturating_sub(self.totals.turns)),
+                ),
+        );
+        self.deliver(settled);
+        self.start_turn(myself);
+    }
+
+    /// A child's outcome message (or a synthesized one) arrived.
+    fn child_outcome(&mut self, myself: &ActorRef<SessionMsg>, o: DelegationOutcome) {
+        if self.ended.is_some() {
+            // Draining: the task ended, the child has now ended too.
+            self.children.settle(o);
+            if self.draining && self.report.is_none() && self.children.running().is_empty() {
+                myself.stop(None);
+            }
+            return;
+        }
+        self.on_outcome(myself, o);
+    }
+
+    /// A delegation settled (answered, crashed, or ended by its deadline).
+    fn on_outcome(&mut self, myself: &ActorRef<SessionMsg>, outcome: DelegationOutcome) {
+        let tokens = (outcome.totals.input_tokens, outcome.totals.output_tokens);
+        if !self.children.settle(outcome) {
+            return;
+        }
+        self.totals.input_tokens += tokens.0;
+        self.totals.output_tokens += tokens.1;
+        self.delegated.0 += tokens.0;
+        self.delegated.1 += tokens.1;
+        if self.waiting.is_some() && self.children.outstanding() == 0 {
+            self.continue_with_outcomes(myself);
+        }
     }
 
     fn dispatch_next(&mut self, myself: &ActorRef<SessionMsg>) {
@@ -463,8 +606,51 @@ impl SessionState {
         }
         let is_error = d.is_error();
         let Dispatched {
-            request, result, ..
+            request,
+            result,
+            effect,
+            ..
         } = d;
+        match effect {
+            Some(Effect::DelegationStarted {
+                started,
+                capsule,
+                version,
+            }) => {
+                self.emit(
+                    TraceEvent::new("delegation_start", Some(&self.session_event))
+                        .with("delegation_id", &started.delegation_id)
+                        .with("capsule", &capsule)
+                        .with("version", &version)
+                        .with("child_session_id", &started.session_id)
+                        .with("child_workdir", started.workdir.display().to_string())
+                        .with(
+                            "child_records_dir",
+                            started.records_dir.display().to_string(),
+                        ),
+                );
+                self.children.started(&started, &capsule, &version);
+                let delegation_id = started.delegation_id.clone();
+                myself.send_after(self.spec.delegation_deadline, move || {
+                    SessionMsg::DelegationDeadline { delegation_id }
+                });
+            }
+            Some(Effect::DelegationRefused {
+                capsule,
+                version,
+                reason,
+            }) => self.emit(
+                TraceEvent::new("delegation", Some(&self.session_event))
+                    .with("capsule", capsule)
+                    .with("version", version)
+                    .with("delegation_id", Value::Null)
+                    .with("child_session_id", Value::Null)
+                    .with("duration_ms", 0)
+                    .with("outcome", "refused")
+                    .with("reason", reason),
+            ),
+            None => {}
+        }
         let text = match result {
             CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
         };
@@ -476,12 +662,45 @@ impl SessionState {
         self.dispatch_next(myself);
     }
 
-    async fn finish(&mut self, myself: &ActorRef<SessionMsg>, status: ExitStatus, text: String) {
+    /// End children still running, writing each delegation's terminal line with `reason`.
+    fn end_children(&mut self, status: ExitStatus) {
+        let reason = match status {
+            ExitStatus::Canceled => "the delegating task was cancelled".to_string(),
+            ExitStatus::Ok => {
+                "the delegating task had no inference turn left to read this outcome".to_string()
+            }
+            other => format!(
+                "the delegating task ended {} before this sub-capsule finished",
+                other.as_str()
+            ),
+        };
+        for (dlg, child) in self.children.running() {
+            if let Some(o) =
+                self.children
+                    .synthesize(&dlg, OutcomeStatus::Terminated, reason.clone())
+            {
+                self.delegation_line(&o, Some(&reason));
+            }
+            let _ = child.send_message(SessionMsg::Cancel {
+                reason: "the parent ended this delegation".into(),
+            });
+            self.draining = true;
+        }
+        // Outcomes that arrived but were never shown to the model still get their line.
+        for o in self.children.take_settled() {
+            self.delegation_line(&o, None);
+        }
+    }
+
+    /// Write the task's last lines and sync the trace; returns the report.
+    async fn close(&mut self, status: ExitStatus, text: String) -> SessionReport {
         self.ended = Some(status);
+        self.waiting = None;
         if let Some(h) = self.in_flight.take() {
             h.abort();
         }
         let _ = self.dispatcher.send_message(DispatcherMsg::CancelAll);
+        self.end_children(status);
         let out = self.spec.paths.records_dir.join("out");
         let mut trace_error = std::fs::create_dir_all(&out)
             .and_then(|_| std::fs::write(out.join("result.txt"), &text))
@@ -504,16 +723,20 @@ impl SessionState {
         if let Ok(Err(e)) = ractor::call!(self.trace, TraceMsg::Sync) {
             trace_error.get_or_insert(e);
         }
-        self.emit(
-            TraceEvent::new("session_end", Some(&self.session_event))
-                .with("total_turns", t.turns)
-                .with("total_input_tokens", t.input_tokens)
-                .with("total_output_tokens", t.output_tokens)
-                .with("total_tool_calls", t.tool_calls)
-                .with("total_shell_calls", t.shell_calls)
-                .with("duration_ms", duration_ms)
-                .with("exit_status", status.as_str()),
-        );
+        let mut end = TraceEvent::new("session_end", Some(&self.session_event))
+            .with("total_turns", t.turns)
+            .with("total_input_tokens", t.input_tokens)
+            .with("total_output_tokens", t.output_tokens)
+            .with("total_tool_calls", t.tool_calls)
+            .with("total_shell_calls", t.shell_calls)
+            .with("duration_ms", duration_ms)
+            .with("exit_status", status.as_str());
+        if self.delegated != (0, 0) {
+            end = end
+                .with("delegated_input_tokens", self.delegated.0)
+                .with("delegated_output_tokens", self.delegated.1);
+        }
+        self.emit(end);
         match ractor::call!(self.trace, TraceMsg::Sync) {
             Ok(Err(e)) => {
                 trace_error.get_or_insert(e);
@@ -523,18 +746,29 @@ impl SessionState {
             }
             Ok(Ok(())) => {}
         }
-        let report = SessionReport {
+        SessionReport {
             session_id: self.spec.session_id.clone(),
             exit_status: status,
             result: text,
             totals: t,
             duration_ms,
             trace_error,
-        };
+        }
+    }
+
+    /// End the task, report, and stop (once children still running have reported).
+    async fn finish(&mut self, myself: &ActorRef<SessionMsg>, status: ExitStatus, text: String) {
+        let report = self.close(status, text).await;
         if let Some(sink) = self.report.take() {
             sink(report);
         }
-        myself.stop(None);
+        if self.draining {
+            myself.send_after(std::time::Duration::from_secs(5), || {
+                SessionMsg::DrainTimeout
+            });
+        } else {
+            myself.stop(None);
+        }
     }
 }
 
@@ -603,6 +837,9 @@ impl Actor for Session {
             None,
             Dispatcher,
             DispatcherArgs {
+                session_id: spec.session_id.clone(),
+                depth: spec.depth,
+                supervisor: args.supervisor.clone(),
                 session: myself.clone(),
                 tools: spec.tools.clone(),
                 grants: spec.grants.clone(),
@@ -694,8 +931,15 @@ impl Actor for Session {
             pending: VecDeque::new(),
             in_flight: None,
             totals: Totals::default(),
+            delegated: (0, 0),
             started: Instant::now(),
             ended: None,
+            children: ChildTable::default(),
+            supervisor: args.supervisor,
+            waiting: None,
+            continuations: 0,
+            waiting_text: String::new(),
+            draining: false,
             spec,
         })
     }
@@ -706,57 +950,98 @@ impl Actor for Session {
         msg: SessionMsg,
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
-        if let SessionMsg::Describe(reply) = msg {
-            let _ = reply.send(SessionStatus {
-                session_id: state.spec.session_id.clone(),
-                name: state.spec.capsule_name.clone(),
-                version: state.spec.capsule_version.clone(),
-                state: if state.report.is_some() {
-                    "running"
-                } else {
-                    "ended"
-                },
-                exit_status: state.ended.map(ExitStatus::as_str),
-                turns: state.totals.turns,
-            });
-            return Ok(());
-        }
-        if let SessionMsg::Finish { status, text } = msg {
-            if state.report.is_some() {
-                state.finish(&myself, status, text).await;
-            }
-            return Ok(());
-        }
-        if let SessionMsg::Cancel { reason } = msg {
-            if state.report.is_none() || state.ended.is_some() {
-                return Ok(());
-            }
-            let phase = if state.in_flight.is_some() {
-                "inference"
-            } else {
-                "turn"
-            };
-            state.emit(
-                TraceEvent::new("task_canceled", Some(&state.task_event))
-                    .with("task_id", &state.task_id)
-                    .with("turn", state.turn)
-                    .with("phase", phase)
-                    .with("reason", &reason),
-            );
-            state
-                .finish(
-                    &myself,
-                    ExitStatus::Canceled,
-                    format!("error: task canceled: {reason}"),
-                )
-                .await;
-            return Ok(());
-        }
-        if state.ended.is_some() {
-            // The task is over; late answers are dropped.
-            return Ok(());
-        }
         match msg {
+            SessionMsg::Describe(reply) => {
+                let _ = reply.send(SessionStatus {
+                    session_id: state.spec.session_id.clone(),
+                    name: state.spec.capsule_name.clone(),
+                    version: state.spec.capsule_version.clone(),
+                    state: if state.report.is_some() {
+                        "running"
+                    } else {
+                        "ended"
+                    },
+                    exit_status: state.ended.map(ExitStatus::as_str),
+                    turns: state.totals.turns,
+                });
+            }
+            SessionMsg::Finish { status, text } => {
+                if state.report.is_some() {
+                    state.finish(&myself, status, text).await;
+                }
+            }
+            SessionMsg::Cancel { reason } => {
+                if state.report.is_none() || state.ended.is_some() {
+                    return Ok(());
+                }
+                let phase = if state.in_flight.is_some() {
+                    "inference"
+                } else if state.waiting.is_some() {
+                    "delegation"
+                } else {
+                    "turn"
+                };
+                state.emit(
+                    TraceEvent::new("task_canceled", Some(&state.task_event))
+                        .with("task_id", &state.task_id)
+                        .with("turn", state.turn)
+                        .with("phase", phase)
+                        .with("reason", &reason),
+                );
+                state
+                    .finish(
+                        &myself,
+                        ExitStatus::Canceled,
+                        format!("error: task canceled: {reason}"),
+                    )
+                    .await;
+            }
+            SessionMsg::DrainTimeout => {
+                if state.report.is_none() {
+                    myself.stop(None);
+                }
+            }
+            SessionMsg::ChildOutcome(o) => state.child_outcome(&myself, *o),
+            SessionMsg::DelegationDeadline { delegation_id } => {
+                if state.ended.is_some() {
+                    return Ok(());
+                }
+                if let Some(child) = state.children.running_child(&delegation_id).cloned() {
+                    let secs = state.spec.delegation_deadline.as_secs();
+                    let _ = child.send_message(SessionMsg::Cancel {
+                        reason: "the delegation deadline passed".into(),
+                    });
+                    if let Some(o) = state.children.synthesize(
+                        &delegation_id,
+                        OutcomeStatus::Terminated,
+                        format!("still running at the delegation deadline of {secs} s (lifecycle.delegation_deadline_secs); it was ended"),
+                    ) {
+                        state.on_outcome(&myself, o);
+                    }
+                }
+            }
+            SessionMsg::Crash(text) => {
+                if state.report.is_none() {
+                    return Ok(());
+                }
+                let reason = format!("the session crashed: {text}");
+                state.emit(
+                    TraceEvent::new("task_failed", Some(&state.task_event))
+                        .with("task_id", &state.task_id)
+                        .with("turn", state.turn)
+                        .with("cause", "runtime_error")
+                        .with("reason", truncate(&reason, 2000)),
+                );
+                let _ = state
+                    .close(ExitStatus::Failed, format!("error: {reason}"))
+                    .await;
+                // No report: whoever supervises this session learns of the crash from ractor.
+                state.report = None;
+                return Err(reason.into());
+            }
+            _ if state.ended.is_some() => {
+                // The task is over; late answers are dropped.
+            }
             SessionMsg::Begin => {
                 if state.spec.task.trim().is_empty() {
                     state.fail(&myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
@@ -785,7 +1070,6 @@ impl Actor for Session {
                     .with("charged_tokens", 0),
             ),
             SessionMsg::ToolDone(d) => state.on_tool_done(&myself, *d),
-            SessionMsg::Describe(_) | SessionMsg::Cancel { .. } | SessionMsg::Finish { .. } => {}
         }
         Ok(())
     }
@@ -803,6 +1087,22 @@ impl Actor for Session {
                     "runtime_error",
                     &format!("the dispatcher failed: {err}"),
                 );
+                return Ok(());
+            }
+            let Some(dlg) = state.children.by_actor(who.get_id()).map(str::to_string) else {
+                return Ok(());
+            };
+            if let Some(o) = state.children.synthesize(
+                &dlg,
+                OutcomeStatus::Crashed,
+                truncate(&err.to_string(), 2000),
+            ) {
+                if let Some(sup) = &state.supervisor {
+                    let _ = sup.send_message(SupervisorMsg::ChildGone {
+                        session_id: o.child_session_id.clone(),
+                    });
+                }
+                state.child_outcome(&myself, o);
             }
         }
         Ok(())

@@ -96,6 +96,11 @@ pub struct SessionSpec {
     pub tool_refresh: String,
     /// Set for delegated children.
     pub spawned_by: Option<SpawnedBy>,
+    /// Depth in the delegation tree (the root is 0).
+    pub depth: u32,
+    /// How long a delegation may run before this session ends it
+    /// (`lifecycle.delegation_deadline_secs`).
+    pub delegation_deadline: std::time::Duration,
 }
 
 impl std::fmt::Debug for SessionSpec {

@@ -7,12 +7,42 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::oneshot;
 
+use crate::delegation::{
+    CapsuleResolver, ChildRequest, DelegationOutcome, OutcomeStatus, StartedChild,
+};
 use crate::session::{ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals};
 use crate::spec::SessionSpec;
+
+/// Default for `mur run --max-depth`: how deep a delegation tree may grow.
+pub const DEFAULT_MAX_DEPTH: u32 = 8;
+/// Default for `mur run --max-children`: live sub-capsules one session may hold at once.
+pub const DEFAULT_MAX_CHILDREN: u32 = 10_000;
+
+/// How the Supervisor is configured.
+#[derive(Clone)]
+pub struct SupervisorArgs {
+    /// Builds child specs for `delegate-task`; `None` refuses every delegation.
+    pub resolver: Option<Arc<dyn CapsuleResolver>>,
+    /// Deepest allowed child (root = 0).
+    pub max_depth: u32,
+    /// Most live children per session.
+    pub max_children: u32,
+}
+
+impl Default for SupervisorArgs {
+    fn default() -> Self {
+        SupervisorArgs {
+            resolver: None,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_children: DEFAULT_MAX_CHILDREN,
+        }
+    }
+}
 
 /// The process's one loopback listener, as the Supervisor holds it.
 pub struct Door {
@@ -47,22 +77,61 @@ pub enum SupervisorMsg {
     },
     /// A session finished and reported.
     Ended(Box<SessionReport>),
+    /// Start a child session for a delegation, linked under its parent session.
+    SpawnChild {
+        /// What to start.
+        request: Box<ChildRequest>,
+        /// The delegating session (the child's supervisor in the tree, and its outcome's target).
+        parent: ActorRef<SessionMsg>,
+        /// Answers once the child holds its task, or with the refusal sentence.
+        reply: RpcReplyPort<Result<StartedChild, String>>,
+    },
+    /// A child started (sent by the spawning task, to update the maps).
+    ChildUp {
+        /// Its session id.
+        session_id: String,
+        /// Its parent's session id.
+        parent_session_id: String,
+        /// The actor.
+        actor: ActorRef<SessionMsg>,
+    },
+    /// A child ended without reporting (it crashed): forget it.
+    ChildGone {
+        /// Its session id.
+        session_id: String,
+    },
 }
 
 /// The root actor of a `mur run` process.
 pub struct Supervisor;
 
 /// The Supervisor's state.
-#[derive(Default)]
 pub struct SupervisorState {
+    args: SupervisorArgs,
     sessions: HashMap<String, ActorRef<SessionMsg>>,
     by_actor: HashMap<ActorId, String>,
+    /// child session id → parent session id, for the live-children count.
+    parents: HashMap<String, String>,
+    /// parent session id → live children (started or starting).
+    live: HashMap<String, u32>,
     root: Option<String>,
     root_report: Option<oneshot::Sender<SessionReport>>,
     door: Option<Door>,
 }
 
 impl SupervisorState {
+    fn forget(&mut self, session_id: &str) {
+        self.sessions.remove(session_id);
+        if let Some(parent) = self.parents.remove(session_id) {
+            if let Some(n) = self.live.get_mut(&parent) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.live.remove(&parent);
+                }
+            }
+        }
+    }
+
     fn deliver_root(&mut self, report: SessionReport) {
         if Some(&report.session_id) == self.root.as_ref() {
             if let Some(tx) = self.root_report.take() {
@@ -76,14 +145,23 @@ impl SupervisorState {
 impl Actor for Supervisor {
     type Msg = SupervisorMsg;
     type State = SupervisorState;
-    type Arguments = ();
+    type Arguments = SupervisorArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        _args: (),
+        args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(SupervisorState::default())
+        Ok(SupervisorState {
+            args,
+            sessions: HashMap::new(),
+            by_actor: HashMap::new(),
+            parents: HashMap::new(),
+            live: HashMap::new(),
+            root: None,
+            root_report: None,
+            door: None,
+        })
     }
 
     async fn handle(
@@ -101,6 +179,7 @@ impl Actor for Supervisor {
                     report: Box::new(move |r| {
                         let _ = me.send_message(SupervisorMsg::Ended(Box::new(r)));
                     }),
+                    supervisor: Some(myself.clone()),
                 };
                 match Actor::spawn_linked(None, Session, args, myself.get_cell()).await {
                     Ok((session, _)) => {
@@ -122,13 +201,60 @@ impl Actor for Supervisor {
                 let _ = reply.send(id.and_then(|id| state.sessions.get(&id).cloned()));
             }
             SupervisorMsg::Shutdown { reason } => {
-                for s in state.sessions.values() {
-                    let _ = s.send_message(SessionMsg::Cancel {
-                        reason: reason.clone(),
-                    });
+                // The root cancels its children itself, so each delegation gets its terminal
+                // line in the parent's trace with the parent's reason.
+                if let Some(root) = state.root.as_ref().and_then(|id| state.sessions.get(id)) {
+                    let _ = root.send_message(SessionMsg::Cancel { reason });
                 }
             }
-            SupervisorMsg::Ended(report) => state.deliver_root(*report),
+            SupervisorMsg::Ended(report) => {
+                state.forget(&report.session_id);
+                state.deliver_root(*report);
+            }
+            SupervisorMsg::ChildGone { session_id } => state.forget(&session_id),
+            SupervisorMsg::ChildUp {
+                session_id,
+                parent_session_id,
+                actor,
+            } => {
+                // A child that already ended (and was forgotten) must not be re-added.
+                if state.parents.get(&session_id) == Some(&parent_session_id) {
+                    state.sessions.insert(session_id, actor);
+                }
+            }
+            SupervisorMsg::SpawnChild {
+                request,
+                parent,
+                reply,
+            } => {
+                let refusal = check_bounds(state, &request);
+                if let Some(text) = refusal {
+                    let _ = reply.send(Err(text));
+                    return Ok(());
+                }
+                let Some(resolver) = state.args.resolver.clone() else {
+                    let _ = reply.send(Err(
+                        "delegation is not available in this process: no capsule resolver".into(),
+                    ));
+                    return Ok(());
+                };
+                *state
+                    .live
+                    .entry(request.parent_session_id.clone())
+                    .or_default() += 1;
+                state.parents.insert(
+                    request.session_id.clone(),
+                    request.parent_session_id.clone(),
+                );
+                // Resolve and start off the mailbox: thousands of children start concurrently.
+                tokio::spawn(start_child(
+                    myself.clone(),
+                    resolver,
+                    *request,
+                    parent,
+                    reply,
+                ));
+            }
         }
         Ok(())
     }
@@ -145,7 +271,7 @@ impl Actor for Supervisor {
             _ => return Ok(()),
         };
         if let Some(id) = state.by_actor.remove(&cell.get_id()) {
-            state.sessions.remove(&id);
+            state.forget(&id);
             // A session that panicked still produces an outcome. (A clean stop always reports
             // first; its report may still be queued behind this higher-priority event.)
             if failure.is_some() && state.root_report.is_some() && state.root.as_ref() == Some(&id)
@@ -175,6 +301,102 @@ impl Actor for Supervisor {
             (door.stop)();
         }
         Ok(())
+    }
+}
+
+fn check_bounds(state: &SupervisorState, r: &ChildRequest) -> Option<String> {
+    if r.depth > state.args.max_depth {
+        return Some(format!(
+            "delegation refused: '{}' would run at depth {} of the delegation tree, and mur run --max-depth allows {}; raise --max-depth or delegate from a shallower capsule",
+            r.capsule, r.depth, state.args.max_depth
+        ));
+    }
+    let live = state.live.get(&r.parent_session_id).copied().unwrap_or(0);
+    if live >= state.args.max_children {
+        return Some(format!(
+            "delegation refused: this session already has {live} live sub-capsules, the most mur run --max-children allows; wait for an outcome or raise --max-children"
+        ));
+    }
+    None
+}
+
+/// Resolve the child's spec, spawn it under its parent, and answer the delegate-task call.
+async fn start_child(
+    supervisor: ActorRef<SupervisorMsg>,
+    resolver: Arc<dyn CapsuleResolver>,
+    request: ChildRequest,
+    parent: ActorRef<SessionMsg>,
+    reply: RpcReplyPort<Result<StartedChild, String>>,
+) {
+    let gone = |sup: &ActorRef<SupervisorMsg>| {
+        let _ = sup.send_message(SupervisorMsg::ChildGone {
+            session_id: request.session_id.clone(),
+        });
+    };
+    let spec = match resolver.resolve(&request).await {
+        Ok(spec) => spec,
+        Err(text) => {
+            gone(&supervisor);
+            let _ = reply.send(Err(text));
+            return;
+        }
+    };
+    let paths = spec.paths.clone();
+    let (capsule, version) = (request.capsule.clone(), request.version.clone());
+    let delegation_id = request.delegation_id.clone();
+    let to_parent = parent.clone();
+    let sup = supervisor.clone();
+    let report: crate::session::ReportSink = Box::new(move |r: SessionReport| {
+        let status = match r.exit_status {
+            ExitStatus::Ok => OutcomeStatus::Ok,
+            _ => OutcomeStatus::Error,
+        };
+        let outcome = DelegationOutcome {
+            delegation_id,
+            capsule,
+            version,
+            child_session_id: r.session_id.clone(),
+            status,
+            answer: r.result.clone(),
+            detail: (status != OutcomeStatus::Ok)
+                .then(|| format!("the sub-capsule ended {}", r.exit_status.as_str())),
+            duration_ms: r.duration_ms,
+            totals: r.totals,
+            child_workdir: paths.workdir.clone(),
+            child_records_dir: paths.records_dir.clone(),
+        };
+        let _ = to_parent.send_message(SessionMsg::ChildOutcome(Box::new(outcome)));
+        let _ = sup.send_message(SupervisorMsg::Ended(Box::new(r)));
+    });
+    let args = SessionArgs {
+        spec,
+        report,
+        supervisor: Some(supervisor.clone()),
+    };
+    match Actor::spawn_linked(None, Session, args, parent.get_cell()).await {
+        Ok((child, _)) => {
+            let _ = supervisor.send_message(SupervisorMsg::ChildUp {
+                session_id: request.session_id.clone(),
+                parent_session_id: request.parent_session_id.clone(),
+                actor: child.clone(),
+            });
+            let _ = reply.send(Ok(StartedChild {
+                delegation_id: request.delegation_id.clone(),
+                session_id: request.session_id.clone(),
+                workdir: request.paths.workdir.clone(),
+                records_dir: request.paths.records_dir.clone(),
+                child,
+            }));
+        }
+        Err(e) => {
+            gone(&supervisor);
+            let _ = reply.send(Err(format!(
+                "the sub-capsule '{}@{}' could not start: {}",
+                request.capsule,
+                request.version,
+                spawn_error_text(&e)
+            )));
+        }
     }
 }
 

@@ -11,35 +11,19 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use mur_actors::provided::INTERPRETERS;
 use mur_actors::tool::{
     ExecOutput, ExecRequest, ExecResult, ExecStatus, ShellFacts, ToolExecutor, ToolKind,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::capture::{capture, Captured};
 use super::process::GroupGuard;
-
-/// Binaries that take their command as `-c <command>`.
-pub const INTERPRETERS: [&str; 6] = ["bash", "sh", "zsh", "fish", "dash", "ksh"];
 
 /// Runs shell tools.
 pub struct ShellExecutor {
     /// Commands still running after this are killed.
     pub deadline: Duration,
-}
-
-/// The description a shell tool's manifest carries.
-pub fn description(binary: &str) -> String {
-    if INTERPRETERS.contains(&binary) {
-        format!("Run a shell command via {binary} in the capsule workdir. The `command` field is passed to {binary} via -c.")
-    } else {
-        format!("Run {binary} in the capsule workdir. The `command` field holds the arguments to {binary} (split like a shell, without expansion).")
-    }
-}
-
-/// The input schema of every shell tool.
-pub fn input_schema() -> Value {
-    json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]})
 }
 
 /// Find `binary` on `PATH`, as an absolute path.

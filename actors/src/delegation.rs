@@ -1,0 +1,304 @@
+//! Delegation: a Session handing one task to a sub-capsule, and the outcome coming back.
+//!
+//! `delegate-task` asks the Supervisor for a child Session, linked under the parent Session in
+//! the actor tree; the tool returns as soon as the child holds its task. The child's end comes
+//! back to the parent as a typed [`DelegationOutcome`] message (a background-task message, never
+//! a blocking wait), also when the child crashed (a supervision event) or overran its deadline.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+
+use crate::fence;
+use crate::session::Totals;
+use crate::spec::{Grants, SessionPaths, SessionSpec};
+
+/// Bytes of a child's answer the parent's model reads; the rest stays in the child's file.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// What the Supervisor asks the resolver for: a child spec.
+#[derive(Clone, Debug)]
+pub struct ChildRequest {
+    /// The child's full capsule name (`scope/name`).
+    pub capsule: String,
+    /// The exact version.
+    pub version: String,
+    /// The child's first user message, verbatim.
+    pub task: String,
+    /// The child's `ses_…` (already minted).
+    pub session_id: String,
+    /// The `dlg_…` id.
+    pub delegation_id: String,
+    /// The parent's session id.
+    pub parent_session_id: String,
+    /// The parent's grants: a child may never hold more.
+    pub parent_grants: Grants,
+    /// Where the child's files go.
+    pub paths: SessionPaths,
+    /// The child's depth in the tree (root = 0).
+    pub depth: u32,
+}
+
+/// Turns a capsule name and version into a runnable child spec (reading stores, checking that
+/// the child's grants stay within the parent's). `Err` is the refusal sentence.
+#[async_trait]
+pub trait CapsuleResolver: Send + Sync {
+    /// Build the child's spec.
+    async fn resolve(&self, request: &ChildRequest) -> Result<SessionSpec, String>;
+}
+
+/// How a delegation ended, as the parent's model and trace see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutcomeStatus {
+    /// The child answered.
+    Ok,
+    /// The child's task failed (or hit its own max turns, or was canceled by itself).
+    Error,
+    /// The child's actor died (a panic).
+    Crashed,
+    /// The parent ended it (deadline, or the parent's task ended first).
+    Terminated,
+}
+
+impl OutcomeStatus {
+    /// The trace and model spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeStatus::Ok => "ok",
+            OutcomeStatus::Error => "error",
+            OutcomeStatus::Crashed => "crashed",
+            OutcomeStatus::Terminated => "terminated",
+        }
+    }
+}
+
+/// The background-task message a child's end sends to its parent Session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DelegationOutcome {
+    /// `dlg_…`.
+    pub delegation_id: String,
+    /// Full capsule name.
+    pub capsule: String,
+    /// Version.
+    pub version: String,
+    /// The child's session id.
+    pub child_session_id: String,
+    /// How it ended.
+    pub status: OutcomeStatus,
+    /// The child's answer (its `out/result.txt`).
+    pub answer: String,
+    /// Why it crashed or was ended.
+    pub detail: Option<String>,
+    /// From the child's start to its end.
+    pub duration_ms: u64,
+    /// The child's own counters (its tokens roll up into the parent's).
+    pub totals: Totals,
+    /// The child's work folder.
+    pub child_workdir: PathBuf,
+    /// The child's records folder (its trace, its result file).
+    pub child_records_dir: PathBuf,
+}
+
+/// Cut `s` to at most `max` bytes on a char boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The text the parent's model reads for one outcome: a header line, then the fenced record.
+pub fn outcome_text(o: &DelegationOutcome) -> String {
+    let bare = crate::provided::bare(&o.capsule);
+    let mut body = format!(
+        "Delegated capsule finished.\ndelegation_id: {}\ncapsule: {bare}@{}\nsession_id: {}\nstatus: {}\nduration_ms: {}\nworkdir: {}\n",
+        o.delegation_id,
+        o.version,
+        o.child_session_id,
+        o.status.as_str(),
+        o.duration_ms,
+        o.child_workdir.display()
+    );
+    if let Some(d) = &o.detail {
+        body.push_str(&format!("detail: {d}\n"));
+    }
+    if o.answer.is_empty() {
+        body.push_str("result: none (the sub-capsule left no answer)");
+    } else if o.answer.len() > MAX_ANSWER_BYTES {
+        let kept = cut(&o.answer, MAX_ANSWER_BYTES);
+        body.push_str(&format!(
+            "result:\n{kept} […]\n[cut at {} of {} bytes; the whole answer is {}]",
+            kept.len(),
+            o.answer.len(),
+            o.child_records_dir.join("out/result.txt").display()
+        ));
+    } else {
+        body.push_str("result:\n");
+        body.push_str(&o.answer);
+    }
+    format!(
+        "[delegate-task] delegation {} to {bare}@{} ended {}:\n{}",
+        o.delegation_id,
+        o.version,
+        o.status.as_str(),
+        fence::fence(&format!("delegation:{bare}"), &body)
+    )
+}
+
+/// What `delegate-task` learned when the child started.
+#[derive(Clone, Debug)]
+pub struct StartedChild {
+    /// `dlg_…`.
+    pub delegation_id: String,
+    /// The child's session id.
+    pub session_id: String,
+    /// The child's work folder.
+    pub workdir: PathBuf,
+    /// The child's records folder.
+    pub records_dir: PathBuf,
+    /// The child actor (to cancel it).
+    pub child: ractor::ActorRef<crate::session::SessionMsg>,
+}
+
+/// One delegation a session started and has not yet delivered.
+#[derive(Debug)]
+struct Entry {
+    capsule: String,
+    version: String,
+    child_session_id: String,
+    child: Option<ractor::ActorRef<crate::session::SessionMsg>>,
+    started: std::time::Instant,
+    workdir: PathBuf,
+    records_dir: PathBuf,
+    outcome: Option<DelegationOutcome>,
+}
+
+/// A session's delegations: started, settled (outcome in hand, not yet shown to the model), and
+/// outcomes that arrived before the session learned the child had started.
+#[derive(Debug, Default)]
+pub struct ChildTable {
+    entries: std::collections::BTreeMap<String, Entry>,
+    early: std::collections::HashMap<String, DelegationOutcome>,
+    by_actor: std::collections::HashMap<ractor::ActorId, String>,
+}
+
+impl ChildTable {
+    /// Record a started child.
+    pub fn started(&mut self, s: &StartedChild, capsule: &str, version: &str) {
+        self.by_actor
+            .insert(s.child.get_id(), s.delegation_id.clone());
+        let mut entry = Entry {
+            capsule: capsule.to_string(),
+            version: version.to_string(),
+            child_session_id: s.session_id.clone(),
+            child: Some(s.child.clone()),
+            started: std::time::Instant::now(),
+            workdir: s.workdir.clone(),
+            records_dir: s.records_dir.clone(),
+            outcome: None,
+        };
+        if let Some(o) = self.early.remove(&s.delegation_id) {
+            entry.child = None;
+            entry.outcome = Some(o);
+        }
+        self.entries.insert(s.delegation_id.clone(), entry);
+    }
+
+    /// Record an outcome. Returns false when the delegation was already settled (a late report
+    /// from a child that was ended), so the caller ignores it.
+    pub fn settle(&mut self, o: DelegationOutcome) -> bool {
+        match self.entries.get_mut(&o.delegation_id) {
+            Some(e) if e.outcome.is_none() => {
+                e.child = None;
+                e.outcome = Some(o);
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.early.insert(o.delegation_id.clone(), o);
+                true
+            }
+        }
+    }
+
+    /// The delegation a crashed child actor belonged to.
+    pub fn by_actor(&self, id: ractor::ActorId) -> Option<&str> {
+        self.by_actor.get(&id).map(String::as_str)
+    }
+
+    /// A synthesized outcome for a delegation the parent ends or that crashed.
+    pub fn synthesize(
+        &self,
+        delegation_id: &str,
+        status: OutcomeStatus,
+        detail: String,
+    ) -> Option<DelegationOutcome> {
+        let e = self.entries.get(delegation_id)?;
+        if e.outcome.is_some() {
+            return None;
+        }
+        Some(DelegationOutcome {
+            delegation_id: delegation_id.to_string(),
+            capsule: e.capsule.clone(),
+            version: e.version.clone(),
+            child_session_id: e.child_session_id.clone(),
+            status,
+            answer: String::new(),
+            detail: Some(detail),
+            duration_ms: e.started.elapsed().as_millis() as u64,
+            totals: Totals::default(),
+            child_workdir: e.workdir.clone(),
+            child_records_dir: e.records_dir.clone(),
+        })
+    }
+
+    /// True when an outcome is in hand and not yet delivered.
+    pub fn has_settled(&self) -> bool {
+        self.entries.values().any(|e| e.outcome.is_some())
+    }
+
+    /// The running child of a delegation, if it is still outstanding.
+    pub fn running_child(
+        &self,
+        delegation_id: &str,
+    ) -> Option<&ractor::ActorRef<crate::session::SessionMsg>> {
+        self.entries
+            .get(delegation_id)
+            .filter(|e| e.outcome.is_none())
+            .and_then(|e| e.child.as_ref())
+    }
+
+    /// Delegations still running.
+    pub fn outstanding(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|e| e.outcome.is_none())
+            .count()
+    }
+
+    /// Outcomes settled and not yet delivered, in delegation-id order; removes them.
+    pub fn take_settled(&mut self) -> Vec<DelegationOutcome> {
+        let done: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.outcome.is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        done.into_iter()
+            .filter_map(|k| self.entries.remove(&k).and_then(|e| e.outcome))
+            .collect()
+    }
+
+    /// Running children with their delegation ids (to end them).
+    pub fn running(&self) -> Vec<(String, ractor::ActorRef<crate::session::SessionMsg>)> {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.outcome.is_none())
+            .filter_map(|(k, e)| e.child.clone().map(|c| (k.clone(), c)))
+            .collect()
+    }
+}

@@ -1,0 +1,104 @@
+//! The manifests of runtime-provided tools, built from the grants.
+//!
+//! Seed 000: the grant is the tool's existence. This module is the one place that decides which
+//! runtime-provided tools a session holds: one shell tool per binary in
+//! `capabilities.shell.allow`, `delegate-task` with `capabilities.spawn.allow`, and so on. Every
+//! one carries `version: 0.0.0`, is never pinned and never listed by `mur list`.
+
+use serde_json::{json, Value};
+
+use crate::spec::Grants;
+use crate::tool::{ToolDecl, ToolKind, ToolOrigin};
+
+/// Binaries that take their command as `-c <command>`.
+pub const INTERPRETERS: [&str; 6] = ["bash", "sh", "zsh", "fish", "dash", "ksh"];
+
+/// The description of the shell tool for `binary`.
+pub fn shell_description(binary: &str) -> String {
+    if INTERPRETERS.contains(&binary) {
+        format!("Run a shell command via {binary} in the capsule workdir. The `command` field is passed to {binary} via -c.")
+    } else {
+        format!("Run {binary} in the capsule workdir. The `command` field holds the arguments to {binary} (split like a shell, without expansion).")
+    }
+}
+
+/// The input schema of every shell tool.
+pub fn shell_schema() -> Value {
+    json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]})
+}
+
+/// The shell tool for one allowed binary.
+pub fn shell_tool(binary: &str) -> ToolDecl {
+    provided(
+        binary,
+        shell_description(binary),
+        shell_schema(),
+        ToolKind::Shell {
+            binary: binary.to_string(),
+        },
+    )
+}
+
+fn provided(name: &str, description: String, schema: Value, kind: ToolKind) -> ToolDecl {
+    ToolDecl {
+        name: name.to_string(),
+        full_name: None,
+        version: "0.0.0".into(),
+        description,
+        input_schema: schema,
+        kind,
+        origin: ToolOrigin::Provided,
+    }
+}
+
+/// The bare part of a full name (`scope/name` → `name`).
+pub fn bare(full: &str) -> &str {
+    full.rsplit_once('/').map(|(_, b)| b).unwrap_or(full)
+}
+
+/// `delegate-task`, its `capsule` enum built from the bare names of `spawn.allow`.
+pub fn delegate_task(spawn_allow: &[String]) -> ToolDecl {
+    let names: Vec<&str> = spawn_allow.iter().map(|s| bare(s)).collect();
+    provided(
+        "delegate-task",
+        format!(
+            "Hand one task to one sub-capsule ({}). Returns as soon as the sub-capsule is running and holding the task, with status \"started\", its delegation_id, session_id and child_workdir; it does not return the answer. The outcome arrives later in this conversation, fenced as delegation:<capsule>, with the delegation_id, its final status (ok, error, crashed or terminated) and the answer under result:. If you end your turn while delegations are outstanding, the task waits for every one of them and continues once with all outcomes. A sub-capsule still running at the delegation deadline is ended and reported terminated. If this task ends any other way, its sub-capsules are ended with it.",
+            names.join(", ")
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "capsule": {"type": "string", "enum": names},
+                "version": {"type": "string", "description": "The exact version to run."},
+                "task": {"type": "string", "description": "Everything the sub-capsule is told: its first message, verbatim."}
+            },
+            "required": ["capsule", "version", "task"]
+        }),
+        ToolKind::Runtime,
+    )
+}
+
+/// `submit-plan`.
+pub fn submit_plan() -> ToolDecl {
+    provided(
+        "submit-plan",
+        "Run one plan of steps against this session's own tools and return every step's result. The plan is an object with an id and a steps array; each step has an id and exactly one of tool, shell or capsule, with optional input, depends_on, if, on_error (fail, skip, continue) and retries. Independent shell and capsule steps run concurrently, tool steps one at a time. Reference earlier results with $<step id>.output and $<step id>.status. The call returns when every step has finished.".into(),
+        json!({"type":"object","properties":{"plan":{"type":"object"}},"required":["plan"]}),
+        ToolKind::Runtime,
+    )
+}
+
+/// Every runtime-provided tool the grants give, among those this build runs.
+///
+/// `implemented` names the runtime tools whose executors are wired; a granted tool this build
+/// cannot run yet is left out rather than offered and then refused.
+pub fn provided_tools(grants: &Grants, implemented: &[&str]) -> Vec<ToolDecl> {
+    let mut out: Vec<ToolDecl> = grants.shell_allow.iter().map(|b| shell_tool(b)).collect();
+    if !grants.spawn_allow.is_empty() && implemented.contains(&"delegate-task") {
+        out.push(delegate_task(&grants.spawn_allow));
+    }
+    if grants.plan_submit && implemented.contains(&"submit-plan") {
+        out.push(submit_plan());
+    }
+    out
+}
