@@ -1007,7 +1007,7 @@ impl Actor for Session {
                     return Ok(());
                 }
                 if let Some(child) = state.children.running_child(&delegation_id).cloned() {
-                    let secs = state.spec.delegation_deadline.as_secs();
+                    let secs = state.spec.delegation_deadline.as_secs_f64();
                     let _ = child.send_message(SessionMsg::Cancel {
                         reason: "the delegation deadline passed".into(),
                     });

@@ -50,6 +50,10 @@ pub struct ScriptTurn {
     /// can check that it is reacting to what the tools really returned.
     #[serde(default)]
     pub expect: Option<String>,
+    /// Make the driver panic with this message: the session crashes (its parent sees
+    /// `crashed`). For supervision demos and tests.
+    #[serde(default)]
+    pub panic: Option<String>,
     /// Wait this long before answering, in milliseconds (to test cancels and deadlines).
     #[serde(default)]
     pub delay_ms: Option<u64>,
@@ -174,6 +178,9 @@ impl ModelDriver for ScriptDriver {
                     ),
                 ));
             }
+        }
+        if let Some(message) = &turn.panic {
+            panic!("{message}");
         }
         if let Some(error) = &turn.error {
             return Err(InferError::new(InferErrorKind::Driver, error.clone()));

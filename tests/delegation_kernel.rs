@@ -1,0 +1,338 @@
+//! Delegation trees on the real kernel: a parent fans out, children answer, crash or overrun
+//! their deadline, and the parent continues once with every outcome. Children are resolved by a
+//! resolver that builds their specs from scripts (the store-backed resolver is tested end to end
+//! through `mur run`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mur::drivers::script::ScriptDriver;
+use mur_actors::delegation::{CapsuleResolver, ChildRequest};
+use mur_actors::provided;
+use mur_actors::session::{ExitStatus, SessionReport};
+use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec, SpawnedBy};
+use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
+use ractor::Actor;
+use serde_json::Value;
+
+fn spec_for(
+    name: &str,
+    script: &str,
+    grants: Grants,
+    session_id: String,
+    paths: SessionPaths,
+    task: String,
+) -> SessionSpec {
+    let driver = ScriptDriver::from_str(script, Path::new(&format!("{name}.yaml"))).unwrap();
+    SessionSpec {
+        session_id,
+        capsule_name: name.into(),
+        capsule_version: "0.1.0".into(),
+        model: "scripted".into(),
+        driver: Arc::new(driver),
+        max_turns: Some(10),
+        max_tokens: 1024,
+        operator_prompt: None,
+        system_prompt_source: "none",
+        tools: provided::provided_tools(&grants, &["delegate-task"]),
+        grants,
+        task,
+        paths,
+        executors: mur::tools::executors(Duration::from_secs(30)),
+        capture: Capture::Meta,
+        tool_refresh: "compaction".into(),
+        spawned_by: None,
+        depth: 0,
+        delegation_deadline: Duration::from_millis(700),
+    }
+}
+
+/// Children by full name: their scripts and grants.
+struct Scripts(HashMap<String, (String, Grants)>);
+
+#[async_trait]
+impl CapsuleResolver for Scripts {
+    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
+        let (script, grants) = self
+            .0
+            .get(&r.capsule)
+            .ok_or_else(|| format!("capsule '{}@{}' is not in any store", r.capsule, r.version))?;
+        let name = provided::bare(&r.capsule);
+        let mut spec = spec_for(
+            name,
+            script,
+            grants.clone(),
+            r.session_id.clone(),
+            r.paths.clone(),
+            r.task.clone(),
+        );
+        spec.depth = r.depth;
+        spec.spawned_by = Some(SpawnedBy {
+            parent_session_id: r.parent_session_id.clone(),
+            delegation_id: r.delegation_id.clone(),
+        });
+        Ok(spec)
+    }
+}
+
+fn spawn_grants(children: &[&str]) -> Grants {
+    Grants {
+        spawn_allow: children.iter().map(|c| format!("acme/{c}")).collect(),
+        ..Grants::default()
+    }
+}
+
+async fn run_tree(root: SessionSpec, resolver: Scripts, args: SupervisorArgs) -> SessionReport {
+    let args = SupervisorArgs {
+        resolver: Some(Arc::new(resolver)),
+        ..args
+    };
+    let (sup, handle) = Actor::spawn(None, Supervisor, args).await.unwrap();
+    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(root),
+        reply
+    })
+    .unwrap()
+    .unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(20), rx)
+        .await
+        .expect("tree ended in time")
+        .unwrap();
+    sup.stop(None);
+    handle.await.unwrap();
+    report
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["event_type"] == t).collect()
+}
+
+fn root_paths(dir: &Path) -> (String, SessionPaths, PathBuf) {
+    let id = mur_actors::ids::session_id();
+    let records = dir.join("workdir").join(&id);
+    (
+        id,
+        SessionPaths {
+            workdir: records.clone(),
+            records_dir: records.clone(),
+        },
+        records,
+    )
+}
+
+#[tokio::test]
+async fn a_parent_gets_every_outcome_ok_crashed_and_terminated_and_continues_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: answerer, version: '0.1.0', task: 'what is 6*7?'}}
+      - {tool: delegate-task, input: {capsule: crasher, version: '0.1.0', task: 'crash'}}
+      - {tool: delegate-task, input: {capsule: hanger, version: '0.1.0', task: 'hang'}}
+      - {tool: delegate-task, input: {capsule: stranger, version: '0.1.0', task: 'x'}}
+  - call: [{tool: bash, input: {command: 'sleep 0.4'}}]
+  - expect: 'the answer to what is 6*7? is 42'
+    say: waiting for my last sub-capsule
+  - expect: 'ended terminated'
+    say: 'combined: {{last}}'
+";
+    let resolver = Scripts(HashMap::from([
+        (
+            "acme/answerer".to_string(),
+            (
+                "turns:\n  - delay_ms: 100\n    say: 'the answer to {{task}} is 42'\n".to_string(),
+                Grants::default(),
+            ),
+        ),
+        (
+            "acme/crasher".to_string(),
+            (
+                "turns:\n  - delay_ms: 100\n    panic: boom\n".to_string(),
+                Grants::default(),
+            ),
+        ),
+        (
+            "acme/hanger".to_string(),
+            (
+                "turns:\n  - delay_ms: 10000\n    say: late\n".to_string(),
+                Grants::default(),
+            ),
+        ),
+    ]));
+    let (id, paths, records) = root_paths(dir.path());
+    let mut grants = spawn_grants(&["answerer", "crasher", "hanger"]);
+    grants.shell_allow = vec!["bash".into()];
+    let root = spec_for("parent", parent, grants, id, paths, "fan out".into());
+    let report = run_tree(root, resolver, SupervisorArgs::default()).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    // Outcomes that arrived while the parent worked were injected before its next model call
+    // (the script's `expect` checked that); the one still running when the parent ended its turn
+    // came in the single continuation.
+    assert!(report
+        .result
+        .starts_with("combined: [delegate-task] delegation dlg_"));
+    assert!(report.result.contains(
+        "to hanger@0.1.0 ended terminated:\n<untrusted-content source=delegation:hanger>\n"
+    ));
+    assert!(report
+        .result
+        .contains("detail: still running at the delegation deadline of 0.7 s"));
+    assert!(report.result.contains("result: none"));
+
+    let t = lines(&records.join("trace.jsonl"));
+    assert_eq!(of_type(&t, "delegation_start").len(), 3);
+    let ends = of_type(&t, "delegation");
+    assert_eq!(ends.len(), 4, "one per call, the refusal included");
+    let refused: Vec<_> = ends.iter().filter(|l| l["outcome"] == "refused").collect();
+    assert_eq!(refused.len(), 1);
+    assert!(refused[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("'stranger' is not in capabilities.spawn.allow"));
+    let mut outcomes: Vec<&str> = ends
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["crashed", "ok", "refused", "terminated"]);
+    let cont = of_type(&t, "task_continued");
+    assert_eq!(cont.len(), 1, "continues once with every outcome");
+    assert_eq!(cont[0]["delegations"].as_array().unwrap().len(), 1);
+    let end = of_type(&t, "session_end")[0];
+    assert_eq!(end["total_turns"], 4);
+    let crashed = ends.iter().find(|l| l["outcome"] == "crashed").unwrap();
+    assert!(crashed["reason"].as_str().unwrap().contains("boom"));
+    assert_eq!(t.last().unwrap()["event_type"], "session_end");
+
+    // Each child has its own trace under children/, linked to the parent.
+    for start in of_type(&t, "delegation_start") {
+        let child = PathBuf::from(start["child_records_dir"].as_str().unwrap());
+        assert!(child.starts_with(records.join("children")));
+        let ct = lines(&child.join("trace.jsonl"));
+        assert_eq!(ct[0]["spawned_by"], t[0]["session_id"]);
+        assert_eq!(ct[0]["delegation_id"], start["delegation_id"]);
+    }
+}
+
+#[tokio::test]
+async fn a_canceled_parent_ends_its_children_and_every_trace_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: sleeper, version: '0.1.0', task: 'sleep'}}
+  - say: waiting
+";
+    let resolver = Scripts(HashMap::from([(
+        "acme/sleeper".to_string(),
+        (
+            "turns:\n  - delay_ms: 10000\n    say: late\n".to_string(),
+            Grants::default(),
+        ),
+    )]));
+    let (id, paths, records) = root_paths(dir.path());
+    let mut root = spec_for(
+        "parent",
+        parent,
+        spawn_grants(&["sleeper"]),
+        id,
+        paths,
+        "t".into(),
+    );
+    root.delegation_deadline = Duration::from_secs(60);
+    let args = SupervisorArgs {
+        resolver: Some(Arc::new(resolver)),
+        ..SupervisorArgs::default()
+    };
+    let (sup, handle) = Actor::spawn(None, Supervisor, args).await.unwrap();
+    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(root),
+        reply
+    })
+    .unwrap()
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sup.send_message(SupervisorMsg::Shutdown {
+        reason: "test".into(),
+    })
+    .unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(10), rx)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.exit_status, ExitStatus::Canceled);
+    // Give the draining parent a moment, then stop the tree.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sup.stop(None);
+    handle.await.unwrap();
+    let t = lines(&records.join("trace.jsonl"));
+    let end = of_type(&t, "delegation")[0];
+    assert_eq!(end["outcome"], "terminated");
+    assert_eq!(end["reason"], "the delegating task was cancelled");
+    let child = PathBuf::from(
+        of_type(&t, "delegation_start")[0]["child_records_dir"]
+            .as_str()
+            .unwrap(),
+    );
+    let ct = lines(&child.join("trace.jsonl"));
+    assert_eq!(ct.last().unwrap()["event_type"], "session_end");
+    assert_eq!(ct.last().unwrap()["exit_status"], "canceled");
+}
+
+#[tokio::test]
+async fn depth_and_live_children_bounds_refuse_with_the_flag_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: middle, version: '0.1.0', task: 'go down'}}
+      - {tool: delegate-task, input: {capsule: middle, version: '0.1.0', task: 'again'}}
+  - say: waiting
+  - say: 'parent saw: {{last}}'
+";
+    let middle = "turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: middle, version: '0.1.0', task: 'deeper'}}
+  - say: 'middle saw: {{last}}'
+";
+    let resolver = Scripts(HashMap::from([(
+        "acme/middle".to_string(),
+        (middle.to_string(), spawn_grants(&["middle"])),
+    )]));
+    let (id, paths, records) = root_paths(dir.path());
+    let root = spec_for(
+        "parent",
+        parent,
+        spawn_grants(&["middle"]),
+        id,
+        paths,
+        "t".into(),
+    );
+    let args = SupervisorArgs {
+        max_depth: 1,
+        max_children: 1,
+        ..SupervisorArgs::default()
+    };
+    let report = run_tree(root, resolver, args).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    let t = lines(&records.join("trace.jsonl"));
+    let refused: Vec<_> = of_type(&t, "delegation")
+        .into_iter()
+        .filter(|l| l["outcome"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert!(refused[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("--max-children"));
+    // The child at depth 1 could not go to depth 2.
+    assert!(report.result.contains("--max-depth"), "{}", report.result);
+}
