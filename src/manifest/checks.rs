@@ -81,7 +81,10 @@ pub(crate) fn driver_rules(ctx: &mut Ctx, artifacts: &[ArtifactDecl], inf: &Infe
             }
         }
     }
-    for a in artifacts {
+    // A driver that is not declared was just reported; blaming other drivers' gateways for
+    // it would only repeat that.
+    let declared = artifacts.iter().any(|a| &a.name == name);
+    for a in artifacts.iter().filter(|_| declared) {
         if a.runtime != ArtifactRuntime::Driver || a.gateway.is_none() {
             continue;
         }

@@ -104,7 +104,12 @@ fn read_error(path: &Path, label: &str, e: &std::io::Error) -> Diagnostic {
     match e.kind() {
         std::io::ErrorKind::NotFound => Diagnostic::error(
             "E-IO-001",
-            format!("{label} not found at {}", path.display()),
+            format!(
+                "{label} not found at {}",
+                std::path::absolute(path)
+                    .unwrap_or_else(|_| path.to_path_buf())
+                    .display()
+            ),
         )
         .with_hint("run mur in the capsule's folder, or name its murmur.yaml"),
         std::io::ErrorKind::PermissionDenied => Diagnostic::error(

@@ -159,15 +159,63 @@ fn required(ctx: &mut Ctx, top: &Block<'_>, key: &str) -> Option<String> {
 
 /// Parses YAML text; on failure gives 1-based line and column and the parser's message.
 fn read_yaml(text: &str) -> Result<Value, (usize, usize, String)> {
-    let mut value: Value = serde_norway::from_str(text).map_err(|e| locate(&e))?;
-    value.apply_merge().map_err(|e| locate(&e))?;
+    let mut value: Value = serde_norway::from_str(text).map_err(|e| locate(text, &e))?;
+    value.apply_merge().map_err(|e| locate(text, &e))?;
     Ok(value)
 }
 
-fn locate(e: &serde_norway::Error) -> (usize, usize, String) {
+fn locate(text: &str, e: &serde_norway::Error) -> (usize, usize, String) {
+    let msg = e.to_string();
+    // For a duplicate key the parser points at the start of the mapping; the key's own line
+    // is more useful.
+    if let Some((line, col)) = duplicate_key_position(text, &msg) {
+        let msg = match msg.rfind(" at line ") {
+            Some(i) => msg[..i].to_string(),
+            None => msg,
+        };
+        return (line, col, msg);
+    }
     let (line, col) = e
         .location()
         .map(|l| (l.line(), l.column()))
         .unwrap_or((1, 1));
-    (line, col, e.to_string())
+    (line, col, msg)
+}
+
+/// Where a duplicate key is written the second time in the same mapping, judged by indentation.
+fn duplicate_key_position(text: &str, msg: &str) -> Option<(usize, usize)> {
+    const MARK: &str = "duplicate entry with key \"";
+    let key = msg[msg.find(MARK)? + MARK.len()..]
+        .split('"')
+        .next()?;
+    // Indentations of open mappings in which the key has been seen.
+    let mut seen: Vec<usize> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let body = line.trim_start();
+        if body.is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - body.len();
+        let (depth, body) = match body.strip_prefix("- ") {
+            // A list item opens a new mapping two columns in.
+            Some(rest) => {
+                seen.retain(|&d| d < indent + 2);
+                (indent + 2, rest)
+            }
+            None => {
+                seen.retain(|&d| d <= indent);
+                (indent, body)
+            }
+        };
+        let is_key = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")]
+            .iter()
+            .any(|k| body.starts_with(k.as_str()));
+        if is_key {
+            if seen.contains(&depth) {
+                return Some((i + 1, depth + 1));
+            }
+            seen.push(depth);
+        }
+    }
+    None
 }
