@@ -167,6 +167,9 @@ pub fn suggest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
 pub fn key_text(key: &Value) -> String {
     match key {
         Value::String(s) => s.clone(),
+        Value::Sequence(_) | Value::Mapping(_) | Value::Tagged(_) => to_json(key)
+            .map(|j| j.to_string())
+            .unwrap_or_else(|_| scalar_text(key)),
         other => scalar_text(other),
     }
 }
@@ -352,18 +355,18 @@ impl<'a> Block<'a> {
     /// An optional nested mapping; its unknown keys are reported against `known`.
     pub fn child(&self, ctx: &mut Ctx, key: &str, known: &[&str]) -> Option<Block<'a>> {
         let v = self.get(key)?;
-        let Value::Mapping(map) = v else {
-            let why = format!("must be a mapping of keys (found {})", kind(v));
-            self.invalid(ctx, key, why);
-            return None;
-        };
-        let path = self.field(key);
-        ctx.unknown_keys(map, &path, known);
         let area = if self.path.is_empty() {
             Area::of_block(key).unwrap_or(self.area)
         } else {
             self.area
         };
+        let path = self.field(key);
+        let Value::Mapping(map) = v else {
+            let why = format!("must be a mapping of keys (found {})", kind(v));
+            ctx.invalid(area, &path, why);
+            return None;
+        };
+        ctx.unknown_keys(map, &path, known);
         Some(Block::new(map, &path, area))
     }
 
