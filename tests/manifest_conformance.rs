@@ -80,7 +80,10 @@ fn quoted(text: &str) -> Vec<&str> {
 fn head(text: &str) -> &str {
     let cut = ["': ", "; ", " — "]
         .iter()
-        .filter_map(|sep| text.find(sep).map(|i| if *sep == "': " { i + 1 } else { i }))
+        .filter_map(|sep| {
+            text.find(sep)
+                .map(|i| if *sep == "': " { i + 1 } else { i })
+        })
         .min()
         .unwrap_or(text.len());
     &text[..cut]
@@ -141,7 +144,9 @@ fn check(dir: &Path, row: &Row, strict_prefix: bool) -> Option<String> {
     }
     let want_head = head(&row.first_line);
     if !message.starts_with(want_head) {
-        return problem(format!("message should open like the original: {want_head}"));
+        return problem(format!(
+            "message should open like the original: {want_head}"
+        ));
     }
     for name in quoted(&row.first_line) {
         if !message.contains(&format!("'{name}'")) {
@@ -162,7 +167,12 @@ fn run_corpus(dir: &Path, strict_prefix: bool) -> usize {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     on_disk.sort_unstable();
-    assert_eq!(listed, on_disk, "expected.tsv and the case folders of {} differ", dir.display());
+    assert_eq!(
+        listed,
+        on_disk,
+        "expected.tsv and the case folders of {} differ",
+        dir.display()
+    );
     let failures: Vec<String> = rows
         .iter()
         .filter_map(|row| check(dir, row, strict_prefix))
@@ -184,14 +194,20 @@ fn shared_corpus() -> PathBuf {
 #[test]
 fn upstream_conformance_corpus_gives_the_same_verdicts() {
     let n = run_corpus(&shared_corpus(), false);
-    assert!(n >= 19, "the shared corpus should hold at least 19 cases, found {n}");
+    assert!(
+        n >= 19,
+        "the shared corpus should hold at least 19 cases, found {n}"
+    );
 }
 
 #[test]
 fn own_corpus_of_invalid_and_valid_manifests() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/manifests");
     let n = run_corpus(&dir, true);
-    assert!(n >= 70, "the fixture corpus should hold at least 70 cases, found {n}");
+    assert!(
+        n >= 70,
+        "the fixture corpus should hold at least 70 cases, found {n}"
+    );
 }
 
 #[test]

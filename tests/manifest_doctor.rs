@@ -17,7 +17,8 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-const OK: &str = "name: coding-agent\nversion: \"0.1.0\"\ncapabilities:\n  shell:\n    allow: [git]\n";
+const OK: &str =
+    "name: coding-agent\nversion: \"0.1.0\"\ncapabilities:\n  shell:\n    allow: [git]\n";
 
 #[test]
 fn default_path_is_murmur_yaml_in_the_current_folder() {
@@ -81,19 +82,31 @@ fn errors_go_to_stderr_with_hints_and_exit_1() {
     assert!(lines[2].starts_with(
         "error[E-MAN-003]: murmur.yaml: invalid artifact name in 'capabilities.spawn.allow[0]'"
     ));
-    assert_eq!(lines.last().unwrap(), &"murmur.yaml: 2 errors; fix them and run mur doctor again");
+    assert_eq!(
+        lines.last().unwrap(),
+        &"murmur.yaml: 2 errors; fix them and run mur doctor again"
+    );
 }
 
 #[test]
 fn warnings_print_on_stderr_and_still_exit_0() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("murmur.yaml"), format!("{OK}hooks: []\nskils: []\n")).unwrap();
+    std::fs::write(
+        dir.path().join("murmur.yaml"),
+        format!("{OK}hooks: []\nskils: []\n"),
+    )
+    .unwrap();
     let out = doctor(dir.path(), &[]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(text(&out.stdout), "murmur.yaml: ok, 2 warnings — coding-agent v0.1.0\n");
+    assert_eq!(
+        text(&out.stdout),
+        "murmur.yaml: ok, 2 warnings — coding-agent v0.1.0\n"
+    );
     let err = text(&out.stderr);
     assert_eq!(err.lines().count(), 2);
-    assert!(err.lines().all(|l| l.starts_with("warning[W-SEC-019]: unrecognized key '")));
+    assert!(err
+        .lines()
+        .all(|l| l.starts_with("warning[W-SEC-019]: unrecognized key '")));
 }
 
 #[test]

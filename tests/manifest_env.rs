@@ -33,13 +33,19 @@ fn credentials_resolve_from_environment_then_dotenv() {
         "# keys for local runs\nMUR_T_BOTH_KEY=from-file-2\nMUR_T_ONLY_FILE_KEY=\"from-file-3\"\n",
     );
 
-    assert_eq!(resolve_credential("${MUR_T_ONLY_ENV_KEY}", d).unwrap(), "from-env-1");
+    assert_eq!(
+        resolve_credential("${MUR_T_ONLY_ENV_KEY}", d).unwrap(),
+        "from-env-1"
+    );
     assert_eq!(
         resolve_credential("${MUR_T_BOTH_KEY}", d).unwrap(),
         "from-env-2",
         ".env must never override the environment"
     );
-    assert_eq!(resolve_credential("${MUR_T_ONLY_FILE_KEY}", d).unwrap(), "from-file-3");
+    assert_eq!(
+        resolve_credential("${MUR_T_ONLY_FILE_KEY}", d).unwrap(),
+        "from-file-3"
+    );
     assert!(
         std::env::var(only_file).is_err(),
         "reading .env must not change the process environment"
@@ -48,9 +54,17 @@ fn credentials_resolve_from_environment_then_dotenv() {
     let err = resolve_credential("${MUR_T_MISSING_KEY}", d).unwrap_err();
     assert_eq!(err.code, "E-MAN-003");
     assert!(err.message.contains("gateway.api_key"), "{}", err.message);
-    assert!(err.message.contains("${MUR_T_MISSING_KEY}"), "{}", err.message);
+    assert!(
+        err.message.contains("${MUR_T_MISSING_KEY}"),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains(&d.join(".env").display().to_string()));
-    assert!(err.hint.as_deref().unwrap().contains("export MUR_T_MISSING_KEY="));
+    assert!(err
+        .hint
+        .as_deref()
+        .unwrap()
+        .contains("export MUR_T_MISSING_KEY="));
 
     // An empty value counts as unset, in either place.
     std::env::set_var(missing, "");
@@ -58,7 +72,10 @@ fn credentials_resolve_from_environment_then_dotenv() {
     std::env::remove_var(missing);
 
     // Literal keys are returned as written, and never need the environment.
-    assert_eq!(resolve_credential("sk-literal-123", d).unwrap(), "sk-literal-123");
+    assert_eq!(
+        resolve_credential("sk-literal-123", d).unwrap(),
+        "sk-literal-123"
+    );
 
     // Without a .env file the environment alone answers.
     let bare = tempfile::tempdir().unwrap();
@@ -70,7 +87,11 @@ fn credentials_resolve_from_environment_then_dotenv() {
 
     // A malformed .env is reported without quoting its lines (they may hold keys).
     let broken = tempfile::tempdir().unwrap();
-    write(broken.path(), ".env", "GOOD=1\nthis is not a line sk-secret-value\n");
+    write(
+        broken.path(),
+        ".env",
+        "GOOD=1\nthis is not a line sk-secret-value\n",
+    );
     let err = resolve_credential("${MUR_T_ONLY_FILE_KEY}", broken.path()).unwrap_err();
     assert_eq!(err.code, "E-IO-003");
     assert!(!err.message.contains("sk-secret-value"), "{}", err.message);
@@ -93,7 +114,9 @@ fn credentials_resolve_from_environment_then_dotenv() {
     );
     assert_eq!(resolve_gateway_key(&arts[1], &loaded.dir).unwrap(), None);
     assert_eq!(
-        resolve_gateway_key(&arts[2], &loaded.dir).unwrap().as_deref(),
+        resolve_gateway_key(&arts[2], &loaded.dir)
+            .unwrap()
+            .as_deref(),
         Some("from-env-2")
     );
 }
@@ -105,7 +128,9 @@ fn literal_keys_never_appear_in_diagnostics_or_debug_output() {
         "name: c\nversion: \"1\"\nartifacts:\n  - name: murmur/driver-openai\n    version: \"1\"\n    runtime: driver\n    gateway:\n      endpoint: http://remote.example/v1\n      api_key: sk-very-secret\ninference:\n  model: m\n  driver: {artifact: murmur/driver-openai}\n",
     )
     .unwrap_err();
-    assert!(errs.iter().all(|d| !d.to_string().contains("sk-very-secret")));
+    assert!(errs
+        .iter()
+        .all(|d| !d.to_string().contains("sk-very-secret")));
     let (m, _) = manifest::parse_str(
         "name: c\nversion: \"1\"\nartifacts:\n  - name: murmur/driver-openai\n    version: \"1\"\n    runtime: driver\n    gateway:\n      endpoint: https://api.openai.com/v1\n      api_key: sk-very-secret\ninference:\n  model: m\n  driver: {artifact: murmur/driver-openai}\n",
     )

@@ -27,7 +27,10 @@ fn seed_manifest_reads_into_the_typed_model() {
     assert!(loaded.warnings.is_empty());
     assert_eq!(loaded.dir, shared("ok-seed-anthropic").parent().unwrap());
     let m = &loaded.manifest;
-    assert_eq!((m.name.as_str(), m.version.as_str()), ("coding-agent", "0.1.0"));
+    assert_eq!(
+        (m.name.as_str(), m.version.as_str()),
+        ("coding-agent", "0.1.0")
+    );
     let driver = m.driver().expect("driver entry");
     assert_eq!(driver.name.as_str(), "murmur/driver-anthropic");
     assert_eq!(driver.version, "0.19.0");
@@ -36,20 +39,36 @@ fn seed_manifest_reads_into_the_typed_model() {
     assert!(driver.config.is_null());
     let gw = driver.gateway.as_ref().expect("gateway");
     assert_eq!(gw.endpoint, "https://api.anthropic.com");
-    assert_eq!(gw.credential, Credential::ApiKey("${ANTHROPIC_API_KEY}".into()));
+    assert_eq!(
+        gw.credential,
+        Credential::ApiKey("${ANTHROPIC_API_KEY}".into())
+    );
     assert_eq!(m.shell_binaries(), ["git", "cargo"]);
     let install = m.capabilities.install.as_ref().expect("install grant");
-    assert_eq!(install.tool, vec![InstallPattern::parse("murmur/tool-*").unwrap()]);
+    assert_eq!(
+        install.tool,
+        vec![InstallPattern::parse("murmur/tool-*").unwrap()]
+    );
     assert!(install.skill.is_empty());
-    assert_eq!(install.from, vec![InstallFrom::Stores, InstallFrom::Sources]);
+    assert_eq!(
+        install.from,
+        vec![InstallFrom::Stores, InstallFrom::Sources]
+    );
     assert!(install.from_sources());
     let inf = m.inference.as_ref().expect("inference");
     assert_eq!(inf.transport, Transport::Http);
     assert_eq!(inf.model, "claude-sonnet-5");
     assert_eq!(inf.max_turns, None);
-    assert_eq!(m.granted_runtime_tools(), vec!["pull-artifact", "remove-artifact"]);
+    assert_eq!(
+        m.granted_runtime_tools(),
+        vec!["pull-artifact", "remove-artifact"]
+    );
     assert!(m.launch_problems().is_empty());
-    assert_eq!(m.installable_artifacts().count(), 0, "built-in drivers are never fetched");
+    assert_eq!(
+        m.installable_artifacts().count(),
+        0,
+        "built-in drivers are never fetched"
+    );
 }
 
 #[test]
@@ -59,7 +78,10 @@ fn defaults_are_upstream_defaults() {
     )
     .unwrap();
     assert!(warnings.is_empty());
-    assert_eq!(m.capabilities.install.unwrap().from, vec![InstallFrom::Stores]);
+    assert_eq!(
+        m.capabilities.install.unwrap().from,
+        vec![InstallFrom::Stores]
+    );
     assert_eq!(m.lifecycle.delegation_deadline_secs, 600);
     assert_eq!(m.trace.capture, Capture::Meta);
     assert_eq!(m.capabilities.limits.deadline().as_secs(), 600);
@@ -83,9 +105,15 @@ fn all_grants_make_all_runtime_tools() {
         ]
     );
     let spawn = m.capabilities.spawn.as_ref().unwrap();
-    assert_eq!(spawn.allow, vec![ArtifactName::parse("local/researcher").unwrap()]);
+    assert_eq!(
+        spawn.allow,
+        vec![ArtifactName::parse("local/researcher").unwrap()]
+    );
     assert!(m.capabilities.plan_submit());
-    assert_eq!(m.capabilities.peer_fetch.as_ref().unwrap().allow, ["http://127.0.0.1:9000"]);
+    assert_eq!(
+        m.capabilities.peer_fetch.as_ref().unwrap().allow,
+        ["http://127.0.0.1:9000"]
+    );
     let pf = m.exports.as_ref().unwrap().peer_files.as_ref().unwrap();
     assert_eq!(pf.root, PathBuf::from("out"));
     assert_eq!(pf.max_ttl, Some(600));
@@ -100,10 +128,9 @@ fn no_grant_means_no_runtime_tool() {
     let m = manifest::load(&shared("ok-shell-only")).unwrap().manifest;
     assert!(m.granted_runtime_tools().is_empty());
     assert_eq!(m.shell_binaries(), ["bash"]);
-    let (m, _) = manifest::parse_str(
-        "name: c\nversion: \"1\"\ncapabilities:\n  plan:\n    submit: false\n",
-    )
-    .unwrap();
+    let (m, _) =
+        manifest::parse_str("name: c\nversion: \"1\"\ncapabilities:\n  plan:\n    submit: false\n")
+            .unwrap();
     assert!(m.granted_runtime_tools().is_empty());
 }
 
@@ -117,7 +144,10 @@ fn scripted_driver_needs_no_version_and_keeps_its_script_path() {
     assert_eq!(d.script_path(), Some(PathBuf::from("turns.json")));
     assert_eq!(
         loaded.resolve(&d.script_path().unwrap()),
-        fixture("ok-script-driver").parent().unwrap().join("turns.json")
+        fixture("ok-script-driver")
+            .parent()
+            .unwrap()
+            .join("turns.json")
     );
     assert!(d.gateway.is_none());
     let inf = m.inference.as_ref().unwrap();
@@ -128,7 +158,9 @@ fn scripted_driver_needs_no_version_and_keeps_its_script_path() {
 
 #[test]
 fn keyless_local_endpoint_and_retry_settings() {
-    let m = manifest::load(&fixture("ok-keyless-local")).unwrap().manifest;
+    let m = manifest::load(&fixture("ok-keyless-local"))
+        .unwrap()
+        .manifest;
     let d = m.driver().unwrap();
     assert_eq!(d.builtin_driver(), Some(BuiltinDriver::OpenAi));
     let gw = d.gateway.as_ref().unwrap();
@@ -144,14 +176,24 @@ fn keyless_local_endpoint_and_retry_settings() {
     )
     .unwrap();
     let retry = m.inference.unwrap().retry;
-    assert_eq!((retry.max_retries, retry.initial_delay_ms, retry.max_delay_ms), (6, 1000, 60000));
+    assert_eq!(
+        (
+            retry.max_retries,
+            retry.initial_delay_ms,
+            retry.max_delay_ms
+        ),
+        (6, 1000, 60000)
+    );
 }
 
 #[test]
 fn every_section_of_a_full_manifest_is_typed() {
     let m = manifest::load(&fixture("ok-everything")).unwrap().manifest;
-    let roles: Vec<(&str, ArtifactRuntime)> =
-        m.artifacts.iter().map(|a| (a.name.as_str(), a.runtime)).collect();
+    let roles: Vec<(&str, ArtifactRuntime)> = m
+        .artifacts
+        .iter()
+        .map(|a| (a.name.as_str(), a.runtime))
+        .collect();
     assert_eq!(
         roles,
         vec![
@@ -169,16 +211,23 @@ fn every_section_of_a_full_manifest_is_typed() {
     assert_eq!(notes.version, "local");
     assert!(notes.prompt_payload && notes.local_source);
     assert_eq!(
-        m.model_visible_artifacts().map(|a| a.tool_name()).collect::<Vec<_>>(),
+        m.model_visible_artifacts()
+            .map(|a| a.tool_name())
+            .collect::<Vec<_>>(),
         ["style", "notes"]
     );
     assert_eq!(
-        m.installable_artifacts().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+        m.installable_artifacts()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>(),
         ["ana/policy", "ana/style"]
     );
     let caps = &m.capabilities;
     assert_eq!(caps.network.as_ref().unwrap().allow.len(), 2);
-    assert_eq!(caps.filesystem.as_ref().unwrap().scope.as_deref(), Some("."));
+    assert_eq!(
+        caps.filesystem.as_ref().unwrap().scope.as_deref(),
+        Some(".")
+    );
     assert_eq!(caps.limits.deadline_seconds, Some(30));
     assert_eq!(caps.containment, Some(Containment::Advisory));
     assert!(!caps.plan_submit());
@@ -212,18 +261,23 @@ fn a_driver_mur_does_not_build_in_is_refused_at_launch() {
     .unwrap();
     let problems = m.launch_problems();
     assert_eq!(problems[0].code, "E-RUN-006");
-    assert!(problems[0].message.contains("'ana/driver-x' is not built into mur"));
+    assert!(problems[0]
+        .message
+        .contains("'ana/driver-x' is not built into mur"));
 }
 
 #[test]
 fn unknown_keys_ride_along_as_warnings_on_success_and_failure() {
-    let (_, warnings) =
-        manifest::parse_str("name: c\nversion: \"1\"\ncapabilitys: {}\n").unwrap();
+    let (_, warnings) = manifest::parse_str("name: c\nversion: \"1\"\ncapabilitys: {}\n").unwrap();
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].code, "W-SEC-019");
     let errs = manifest::parse_str("name: c\ncapabilitys: {}\n").unwrap_err();
     let codes: Vec<&str> = errs.iter().map(|d| d.code.as_str()).collect();
-    assert_eq!(codes, ["E-MAN-001", "W-SEC-019"], "errors first, then warnings");
+    assert_eq!(
+        codes,
+        ["E-MAN-001", "W-SEC-019"],
+        "errors first, then warnings"
+    );
 }
 
 #[test]
@@ -258,5 +312,8 @@ fn yaml_anchors_and_merge_keys_are_read() {
         "name: c\nversion: \"1\"\nx-common: &gw {endpoint: \"https://api.openai.com/v1\", api_key: \"${K}\"}\nartifacts:\n  - name: murmur/driver-openai\n    version: \"1\"\n    runtime: driver\n    gateway:\n      <<: *gw\ninference:\n  model: m\n  driver: {artifact: murmur/driver-openai}\n",
     )
     .unwrap();
-    assert_eq!(m.driver().unwrap().gateway.as_ref().unwrap().endpoint, "https://api.openai.com/v1");
+    assert_eq!(
+        m.driver().unwrap().gateway.as_ref().unwrap().endpoint,
+        "https://api.openai.com/v1"
+    );
 }

@@ -191,7 +191,10 @@ pub(crate) fn parse_artifacts(ctx: &mut Ctx, value: Option<&Value>) -> Vec<Artif
 
 fn parse_entry(ctx: &mut Ctx, index: usize, item: &Value) -> Option<ArtifactDecl> {
     let Value::Mapping(map) = item else {
-        let why = format!("an entry must be a mapping with name and version (found {})", kind(item));
+        let why = format!(
+            "an entry must be a mapping with name and version (found {})",
+            kind(item)
+        );
         ctx.invalid_artifact("E-MAN-003", index, why);
         return None;
     };
@@ -348,14 +351,22 @@ fn parse_entry(ctx: &mut Ctx, index: usize, item: &Value) -> Option<ArtifactDecl
         Some(Ok(w)) => match w.trim() {
             "drop" => Some(OnOverflow::Drop),
             "block" => Some(OnOverflow::Block),
-            _ => return fail(ctx, format!("unknown on_overflow '{w}'; expected: drop, block")),
+            _ => {
+                return fail(
+                    ctx,
+                    format!("unknown on_overflow '{w}'; expected: drop, block"),
+                )
+            }
         },
     };
 
     let config = if b.has("config") {
         match map.get("config") {
             _ if is_skill => {
-                return fail(ctx, format!("artifact '{name}' is a skill; a skill takes no 'config:'"))
+                return fail(
+                    ctx,
+                    format!("artifact '{name}' is a skill; a skill takes no 'config:'"),
+                )
             }
             Some(v @ Value::Mapping(_)) => match to_json(v) {
                 Ok(j) => {
@@ -408,7 +419,7 @@ fn parse_entry(ctx: &mut Ctx, index: usize, item: &Value) -> Option<ArtifactDecl
 
     if BuiltinDriver::of(&name) == Some(BuiltinDriver::Script) {
         let script = config.get("script");
-        if !script.is_some_and(|s| s.as_str().is_some_and(|s| !s.trim().is_empty())) {
+        if script.is_none_or(|s| s.as_str().is_none_or(|s| s.trim().is_empty())) {
             let why = format!(
                 "artifact '{name}' is the scripted driver and needs config.script: the path of \
                  its script file, relative to {}",

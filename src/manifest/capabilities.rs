@@ -142,11 +142,9 @@ pub(crate) fn parse_capabilities(ctx: &mut Ctx, top: &Block<'_>) -> Capabilities
     caps.filesystem = parse_filesystem(ctx, &b);
     caps.shell = parse_shell(ctx, &b);
     caps.spawn = parse_spawn(ctx, &b);
-    caps.env = b
-        .child(ctx, "env", &["allow"])
-        .map(|e| EnvCap {
-            allow: e.str_list(ctx, "allow").unwrap_or_default(),
-        });
+    caps.env = b.child(ctx, "env", &["allow"]).map(|e| EnvCap {
+        allow: e.str_list(ctx, "allow").unwrap_or_default(),
+    });
     caps.limits = parse_limits(ctx, &b);
     caps.resources = parse_resources(ctx, &b);
     caps.state_store = b
@@ -194,13 +192,21 @@ fn parse_network(ctx: &mut Ctx, b: &Block<'_>) -> Option<NetworkCap> {
 
 fn parse_peer_fetch(ctx: &mut Ctx, b: &Block<'_>) -> Option<PeerFetchCap> {
     if b.has("peer_fetch") && b.get("peer_fetch").is_none() {
-        b.invalid(ctx, "peer_fetch.allow", "must be a non-empty list of network destinations");
+        b.invalid(
+            ctx,
+            "peer_fetch.allow",
+            "must be a non-empty list of network destinations",
+        );
         return None;
     }
     let p = b.child(ctx, "peer_fetch", &["allow"])?;
     let allow = p.str_list(ctx, "allow").unwrap_or_default();
     if allow.is_empty() {
-        p.invalid(ctx, "allow", "must be a non-empty list of network destinations");
+        p.invalid(
+            ctx,
+            "allow",
+            "must be a non-empty list of network destinations",
+        );
         return None;
     }
     for (i, entry) in allow.iter().enumerate() {
@@ -231,7 +237,10 @@ fn parse_filesystem(ctx: &mut Ctx, b: &Block<'_>) -> Option<FilesystemCap> {
             None
         };
         if let Some(why) = why {
-            ctx.error("E-CAP-002", format!("invalid filesystem scope '{s}': {why}"));
+            ctx.error(
+                "E-CAP-002",
+                format!("invalid filesystem scope '{s}': {why}"),
+            );
         }
     }
     Some(FilesystemCap {
@@ -319,7 +328,9 @@ pub fn check_destination(entry: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'));
     if !host_ok {
-        return Err(format!("names '{host}', which is not a host name or IP address"));
+        return Err(format!(
+            "names '{host}', which is not a host name or IP address"
+        ));
     }
     Ok(())
 }

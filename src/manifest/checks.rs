@@ -35,8 +35,10 @@ pub(crate) fn driver_rules(ctx: &mut Ctx, artifacts: &[ArtifactDecl], inf: &Infe
     match artifacts.iter().find(|a| &a.name == name) {
         None => {
             let why = format!("artifact '{name}' is not declared in artifacts:");
-            let near: Vec<&ArtifactDecl> =
-                artifacts.iter().filter(|a| a.name.name() == name.name()).collect();
+            let near: Vec<&ArtifactDecl> = artifacts
+                .iter()
+                .filter(|a| a.name.name() == name.name())
+                .collect();
             let hint = if near.len() == 1 {
                 format!("refer to it as '{}'", near[0].name)
             } else {
@@ -45,7 +47,8 @@ pub(crate) fn driver_rules(ctx: &mut Ctx, artifacts: &[ArtifactDecl], inf: &Infe
                      runtime: driver"
                 )
             };
-            ctx.invalid(Area::Inference, "inference.driver.artifact", why).hint = Some(hint);
+            ctx.invalid(Area::Inference, "inference.driver.artifact", why)
+                .hint = Some(hint);
         }
         Some(a) if a.runtime != ArtifactRuntime::Driver => {
             let why = format!(
@@ -53,12 +56,15 @@ pub(crate) fn driver_rules(ctx: &mut Ctx, artifacts: &[ArtifactDecl], inf: &Infe
                  artifacts: entry needs runtime: driver",
                 a.runtime
             );
-            ctx.invalid(Area::Inference, "inference.driver.artifact", why).hint =
-                Some(format!("add runtime: driver to the artifacts: entry '{name}'"));
+            ctx.invalid(Area::Inference, "inference.driver.artifact", why)
+                .hint = Some(format!(
+                "add runtime: driver to the artifacts: entry '{name}'"
+            ));
         }
         Some(a) => {
             let http = inf.transport == Transport::Http;
-            if http && a.gateway.is_none() && BuiltinDriver::of(name) != Some(BuiltinDriver::Script) {
+            if http && a.gateway.is_none() && BuiltinDriver::of(name) != Some(BuiltinDriver::Script)
+            {
                 let why = format!(
                     "artifact '{name}' is the transport: http inference driver but declares no \
                      gateway.endpoint"
@@ -113,7 +119,10 @@ pub(crate) fn driver_rules(ctx: &mut Ctx, artifacts: &[ArtifactDecl], inf: &Infe
     }
     for (i, alt) in inf.alternates.iter().enumerate() {
         if let Some(d) = &alt.driver_artifact {
-            if !artifacts.iter().any(|a| &a.name == d && a.runtime == ArtifactRuntime::Driver) {
+            if !artifacts
+                .iter()
+                .any(|a| &a.name == d && a.runtime == ArtifactRuntime::Driver)
+            {
                 ctx.invalid(
                     Area::Inference,
                     &format!("inference.alternates[{i}].driver.artifact"),
@@ -145,14 +154,18 @@ pub(crate) fn tool_names(ctx: &mut Ctx, artifacts: &[ArtifactDecl]) {
                 a.name,
                 reserved_tool_names_list()
             );
-            ctx.errors.push(Diagnostic::error("E-CAP-013", msg).with_hint(format!(
-                "rename the artifact, or drop it if the runtime's own '{tool}' is what you \
+            ctx.errors
+                .push(Diagnostic::error("E-CAP-013", msg).with_hint(format!(
+                    "rename the artifact, or drop it if the runtime's own '{tool}' is what you \
                  wanted ({RUNTIME_TOOLS_DOCS})"
-            )));
+                )));
         }
     }
     for (i, a) in artifacts.iter().enumerate() {
-        if let Some(b) = artifacts[..i].iter().find(|b| b.tool_name() == a.tool_name()) {
+        if let Some(b) = artifacts[..i]
+            .iter()
+            .find(|b| b.tool_name() == a.tool_name())
+        {
             if b.name == a.name {
                 let msg = format!(
                     "artifact '{}' is declared twice (artifacts[{}] and artifacts[{}]); declare \

@@ -33,7 +33,10 @@ pub fn run(path: Option<&Path>) -> i32 {
             };
             println!("{label}: {verdict} — {} v{}", m.name, m.version);
             for problem in m.launch_problems() {
-                println!("  note: mur run will refuse this capsule: {}", problem.message);
+                println!(
+                    "  note: mur run will refuse this capsule: {}",
+                    problem.message
+                );
             }
             0
         }

@@ -107,8 +107,11 @@ fn dotenv_error(path: &Path, e: &dotenvy::Error) -> Diagnostic {
         dotenvy::Error::Io(io) => io.to_string(),
         _ => "it cannot be read".to_string(),
     };
-    Diagnostic::error("E-IO-003", format!("could not read {}: {why}", path.display()))
-        .with_hint("each line of .env is NAME=value")
+    Diagnostic::error(
+        "E-IO-003",
+        format!("could not read {}: {why}", path.display()),
+    )
+    .with_hint("each line of .env is NAME=value")
 }
 
 #[cfg(test)]
@@ -117,7 +120,10 @@ mod tests {
 
     #[test]
     fn only_whole_upper_snake_references_are_variables() {
-        assert_eq!(env_reference("${ANTHROPIC_API_KEY}"), Some("ANTHROPIC_API_KEY"));
+        assert_eq!(
+            env_reference("${ANTHROPIC_API_KEY}"),
+            Some("ANTHROPIC_API_KEY")
+        );
         assert_eq!(env_reference(" ${_K2} "), Some("_K2"));
         assert_eq!(env_reference("${lower}"), None);
         assert_eq!(env_reference("${2X}"), None);

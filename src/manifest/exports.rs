@@ -118,11 +118,19 @@ fn parse_root(ctx: &mut Ctx, b: &Block<'_>) -> Option<PathBuf> {
     };
     let root = root.trim();
     if root.starts_with('/') || root.starts_with('\\') {
-        b.invalid(ctx, "root", format!("'{root}' must be relative to the work folder"));
+        b.invalid(
+            ctx,
+            "root",
+            format!("'{root}' must be relative to the work folder"),
+        );
         return None;
     }
     if root.split(['/', '\\']).any(|p| p == "..") {
-        b.invalid(ctx, "root", format!("'{root}' cannot escape the work folder via '..'"));
+        b.invalid(
+            ctx,
+            "root",
+            format!("'{root}' cannot escape the work folder via '..'"),
+        );
         return None;
     }
     Some(PathBuf::from(root))
@@ -140,7 +148,9 @@ fn parse_bytes(ctx: &mut Ctx, b: &Block<'_>) -> Option<u64> {
 /// A duration: whole seconds, or a number with `s`, `m`, `h` or `d`; greater than zero.
 pub fn parse_duration(v: &Value) -> Result<u64, String> {
     let secs = match v {
-        Value::Number(n) => n.as_u64().ok_or_else(|| format!("must be whole seconds (found {n})"))?,
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| format!("must be whole seconds (found {n})"))?,
         Value::String(s) => {
             let t = s.trim();
             let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
@@ -153,11 +163,21 @@ pub fn parse_duration(v: &Value) -> Result<u64, String> {
                 "m" => 60,
                 "h" => 3600,
                 "d" => 86400,
-                _ => return Err(format!("'{s}' is not a duration (e.g. 600, 90s, 10m, 1h, 1d)")),
+                _ => {
+                    return Err(format!(
+                        "'{s}' is not a duration (e.g. 600, 90s, 10m, 1h, 1d)"
+                    ))
+                }
             };
-            n.checked_mul(mult).ok_or_else(|| format!("'{s}' is too long"))?
+            n.checked_mul(mult)
+                .ok_or_else(|| format!("'{s}' is too long"))?
         }
-        other => return Err(format!("must be a duration such as 10m (found {})", kind(other))),
+        other => {
+            return Err(format!(
+                "must be a duration such as 10m (found {})",
+                kind(other)
+            ))
+        }
     };
     if secs == 0 {
         return Err("must be greater than zero".into());
@@ -168,7 +188,9 @@ pub fn parse_duration(v: &Value) -> Result<u64, String> {
 /// A size: whole bytes, or a number with `Ki`, `Mi` or `Gi`; greater than zero.
 pub fn parse_size(v: &Value) -> Result<u64, String> {
     let bytes = match v {
-        Value::Number(n) => n.as_u64().ok_or_else(|| format!("must be whole bytes (found {n})"))?,
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| format!("must be whole bytes (found {n})"))?,
         Value::String(s) => {
             let t = s.trim();
             let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
@@ -182,9 +204,15 @@ pub fn parse_size(v: &Value) -> Result<u64, String> {
                 "Gi" => 1 << 30,
                 _ => return Err(bad()),
             };
-            n.checked_mul(mult).ok_or_else(|| format!("'{s}' is too large"))?
+            n.checked_mul(mult)
+                .ok_or_else(|| format!("'{s}' is too large"))?
         }
-        other => return Err(format!("must be a size such as 10Mi (found {})", kind(other))),
+        other => {
+            return Err(format!(
+                "must be a size such as 10Mi (found {})",
+                kind(other)
+            ))
+        }
     };
     if bytes == 0 {
         return Err("must be greater than zero".into());

@@ -210,7 +210,10 @@ mod tests {
             masked_endpoint("https://u:secret@example.com/v1"),
             "https://example.com/v1"
         );
-        assert_eq!(masked_endpoint("https://example.com"), "https://example.com");
+        assert_eq!(
+            masked_endpoint("https://example.com"),
+            "https://example.com"
+        );
     }
 
     #[test]

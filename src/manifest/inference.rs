@@ -136,13 +136,20 @@ pub(crate) fn parse_inference(ctx: &mut Ctx, top: &Block<'_>) -> Option<Inferenc
         .and_then(|d| d.get("artifact"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    for (key, target) in [("endpoint", "gateway.endpoint"), ("api_key", "gateway.api_key")] {
+    for (key, target) in [
+        ("endpoint", "gateway.endpoint"),
+        ("api_key", "gateway.api_key"),
+    ] {
         if b.has(key) {
             let entry = match &driver_text {
                 Some(d) => format!("the artifacts: entry '{d}'"),
                 None => "the driver's artifacts: entry".to_string(),
             };
-            b.invalid(ctx, key, format!("was removed; set {target} on {entry} instead"));
+            b.invalid(
+                ctx,
+                key,
+                format!("was removed; set {target} on {entry} instead"),
+            );
         }
     }
     if b.has("max_task_reopens") {
@@ -198,7 +205,11 @@ pub(crate) fn parse_inference(ctx: &mut Ctx, top: &Block<'_>) -> Option<Inferenc
         .and_then(|d| match d.get("config") {
             Some(Value::Mapping(_)) => d.json(ctx, "config"),
             Some(other) => {
-                d.invalid(ctx, "config", format!("must be a mapping (found {})", kind(other)));
+                d.invalid(
+                    ctx,
+                    "config",
+                    format!("must be a mapping (found {})", kind(other)),
+                );
                 None
             }
             None => None,
@@ -227,8 +238,16 @@ pub(crate) fn parse_inference(ctx: &mut Ctx, top: &Block<'_>) -> Option<Inferenc
             .map_err(|err| ctx.invalid_name(&b.field("system_prompt_artifact"), &err))
             .ok()
     });
-    let prompts = ["system_prompt", "system_prompt_file", "system_prompt_artifact"];
-    let set: Vec<&str> = prompts.iter().copied().filter(|k| b.get(k).is_some()).collect();
+    let prompts = [
+        "system_prompt",
+        "system_prompt_file",
+        "system_prompt_artifact",
+    ];
+    let set: Vec<&str> = prompts
+        .iter()
+        .copied()
+        .filter(|k| b.get(k).is_some())
+        .collect();
     if set.len() > 1 {
         b.invalid(
             ctx,
@@ -327,14 +346,22 @@ fn parse_alternates(ctx: &mut Ctx, b: &Block<'_>) -> Vec<Alternate> {
         return Vec::new();
     };
     let Value::Sequence(items) = v else {
-        b.invalid(ctx, "alternates", format!("must be a list (found {})", kind(v)));
+        b.invalid(
+            ctx,
+            "alternates",
+            format!("must be a list (found {})", kind(v)),
+        );
         return Vec::new();
     };
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let path = format!("inference.alternates[{i}]");
         let Value::Mapping(map) = item else {
-            ctx.invalid(Area::Inference, &path, "must be a mapping with name, model and driver");
+            ctx.invalid(
+                Area::Inference,
+                &path,
+                "must be a mapping with name, model and driver",
+            );
             continue;
         };
         ctx.unknown_keys(map, &path, &["name", "model", "driver"]);
@@ -356,14 +383,12 @@ fn parse_alternates(ctx: &mut Ctx, b: &Block<'_>) -> Vec<Alternate> {
             );
             continue;
         }
-        let driver_artifact = a
-            .child(ctx, "driver", &["artifact"])
-            .and_then(|d| {
-                let text = d.nonblank(ctx, "artifact")?;
-                ArtifactName::parse(text.trim())
-                    .map_err(|err| ctx.invalid_name(&d.field("artifact"), &err))
-                    .ok()
-            });
+        let driver_artifact = a.child(ctx, "driver", &["artifact"]).and_then(|d| {
+            let text = d.nonblank(ctx, "artifact")?;
+            ArtifactName::parse(text.trim())
+                .map_err(|err| ctx.invalid_name(&d.field("artifact"), &err))
+                .ok()
+        });
         out.push(Alternate {
             name,
             model: a.nonblank(ctx, "model"),

@@ -130,7 +130,10 @@ pub(crate) fn parse_trace(ctx: &mut Ctx, top: &Block<'_>) -> TraceConfig {
     let Some(b) = top.child(ctx, "trace", &["capture", "retain"]) else {
         return t;
     };
-    t.capture = match b.word(ctx, "capture", &["none", "meta", "content"]).as_deref() {
+    t.capture = match b
+        .word(ctx, "capture", &["none", "meta", "content"])
+        .as_deref()
+    {
         Some("none") => Capture::None,
         Some("content") => Capture::Content,
         _ => Capture::Meta,

@@ -45,7 +45,12 @@ pub struct Resources {
     pub workdir_max_bytes: Option<u64>,
 }
 
-const LIMIT_KEYS: &[&str] = &["memory_bytes", "table_elements", "instances", "deadline_seconds"];
+const LIMIT_KEYS: &[&str] = &[
+    "memory_bytes",
+    "table_elements",
+    "instances",
+    "deadline_seconds",
+];
 
 const RESOURCE_KEYS: &[&str] = &[
     "max_processes",

@@ -7,8 +7,8 @@
 //! and resolved at launch by [`env::resolve_credential`].
 
 pub mod artifacts;
-mod checks;
 pub mod capabilities;
+mod checks;
 pub mod doctor;
 pub mod env;
 pub mod exports;

@@ -58,7 +58,9 @@ impl Manifest {
 
     /// Artifacts the model is offered (tools and skills).
     pub fn model_visible_artifacts(&self) -> impl Iterator<Item = &ArtifactDecl> {
-        self.artifacts.iter().filter(|a| a.runtime.is_model_visible())
+        self.artifacts
+            .iter()
+            .filter(|a| a.runtime.is_model_visible())
     }
 
     /// Declared hook artifacts.
@@ -95,7 +97,10 @@ impl Manifest {
         RUNTIME_TOOL_ORDER
             .into_iter()
             .filter(|tool| match *tool {
-                "share-file" => self.exports.as_ref().is_some_and(|e| e.peer_files.is_some()),
+                "share-file" => self
+                    .exports
+                    .as_ref()
+                    .is_some_and(|e| e.peer_files.is_some()),
                 "fetch-peer-file" => caps.peer_fetch.is_some(),
                 "delegate-task" => caps.spawn.as_ref().is_some_and(|s| !s.allow.is_empty()),
                 "submit-plan" => caps.plan_submit(),

@@ -202,7 +202,9 @@ impl InstallPattern {
         }
         let stars = text.matches('*').count();
         if stars > 1 || (stars == 1 && !text.ends_with('*')) {
-            return Err(fail("'*' may appear only once, as the last character".into()));
+            return Err(fail(
+                "'*' may appear only once, as the last character".into(),
+            ));
         }
         let Some(slash) = text.find('/') else {
             if text.is_empty() {
@@ -279,9 +281,16 @@ impl InstallPattern {
             (Scope(_), Exact(n)) | (Prefix { .. }, Exact(n)) | (Exact(_), Exact(n)) => {
                 self.matches(n)
             }
-            (Prefix { scope: a, prefix: p }, Prefix { scope: b, prefix: q }) => {
-                a == b && q.starts_with(p.as_str())
-            }
+            (
+                Prefix {
+                    scope: a,
+                    prefix: p,
+                },
+                Prefix {
+                    scope: b,
+                    prefix: q,
+                },
+            ) => a == b && q.starts_with(p.as_str()),
             (Prefix { .. }, Scope(_)) | (Exact(_), Scope(_)) | (Exact(_), Prefix { .. }) => false,
         }
     }
@@ -313,9 +322,7 @@ pub fn check_version(version: &str) -> Result<(), String> {
         return Err(format!("'{version}' may not contain '..'"));
     }
     if version != version.trim() {
-        return Err(format!(
-            "'{version}' has leading or trailing whitespace"
-        ));
+        return Err(format!("'{version}' has leading or trailing whitespace"));
     }
     Ok(())
 }
@@ -369,7 +376,9 @@ mod tests {
         let long = format!("a/{}", "x".repeat(101));
         assert_eq!(
             ArtifactName::parse(&long).unwrap_err().message,
-            format!("'{long}' is not a valid artifact name: the name must be at most 100 characters")
+            format!(
+                "'{long}' is not a valid artifact name: the name must be at most 100 characters"
+            )
         );
     }
 
@@ -391,8 +400,13 @@ mod tests {
             InstallPattern::parse("murmur/tool-edit").unwrap(),
             InstallPattern::Exact(_)
         ));
-        for bad in ["**", "a/**", "*/x", "a/*x", "a/x*y", "A/x", "a/b/c", "a/-x*", "", "a/X*"] {
-            assert!(InstallPattern::parse(bad).is_err(), "{bad} should be refused");
+        for bad in [
+            "**", "a/**", "*/x", "a/*x", "a/x*y", "A/x", "a/b/c", "a/-x*", "", "a/X*",
+        ] {
+            assert!(
+                InstallPattern::parse(bad).is_err(),
+                "{bad} should be refused"
+            );
         }
     }
 
@@ -405,7 +419,9 @@ mod tests {
              single trailing '*' (e.g. 'ana/style-*' or 'ana/*'), or '*' alone"
         );
         let e = InstallPattern::parse("tool-*").unwrap_err();
-        assert!(e.message.starts_with("entry \"tool-*\" is invalid ('tool-*' names no scope); "));
+        assert!(e
+            .message
+            .starts_with("entry \"tool-*\" is invalid ('tool-*' names no scope); "));
         assert!(e.hint.unwrap().contains("'murmur/tool-*'"));
     }
 
@@ -416,8 +432,12 @@ mod tests {
         assert!(p.matches(&name("murmur/tool-edit")));
         assert!(!p.matches(&name("murmur/driver-openai")));
         assert!(!p.matches(&name("ana/tool-edit")));
-        assert!(InstallPattern::parse("ana/*").unwrap().matches(&name("ana/x")));
-        assert!(!InstallPattern::parse("ana/*").unwrap().matches(&name("anb/x")));
+        assert!(InstallPattern::parse("ana/*")
+            .unwrap()
+            .matches(&name("ana/x")));
+        assert!(!InstallPattern::parse("ana/*")
+            .unwrap()
+            .matches(&name("anb/x")));
         assert!(InstallPattern::parse("*").unwrap().matches(&name("q/r")));
         let exact = InstallPattern::parse("ana/x").unwrap();
         assert!(exact.matches(&name("ana/x")));

@@ -49,7 +49,11 @@ pub(crate) fn parse_other(ctx: &mut Ctx, top: &Block<'_>, spawn_declared: bool) 
     if let Some(b) = top.child(ctx, "network", &["internal_port", "authentication"]) {
         if let Some(port) = b.u64(ctx, "internal_port") {
             if port > u64::from(u16::MAX) {
-                b.invalid(ctx, "internal_port", format!("{port} is not a port (0-65535)"));
+                b.invalid(
+                    ctx,
+                    "internal_port",
+                    format!("{port} is not a port (0-65535)"),
+                );
             }
         }
         if b.get("authentication").is_some() && spawn_declared {

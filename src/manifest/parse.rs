@@ -65,13 +65,17 @@ pub(crate) fn parse_labeled(
                 "the manifest must be a mapping of keys such as name: and version: (found {})",
                 kind(other)
             );
-            ctx.error("E-MAN-002", format!("YAML syntax error at line 1, column 1: {why}"));
+            ctx.error(
+                "E-MAN-002",
+                format!("YAML syntax error at line 1, column 1: {why}"),
+            );
             return Err(ctx.errors);
         }
     };
     let top = Block::new(map, "", Area::Manifest);
     if top.has("registry") {
-        ctx.error("E-MAN-003", "'registry' is not a manifest key").hint = Some(
+        ctx.error("E-MAN-003", "'registry' is not a manifest key")
+            .hint = Some(
             "artifacts resolve from the stores, then from the sources named in registry.sources \
              of ~/.murmur/config.yaml"
                 .into(),
@@ -185,9 +189,7 @@ fn locate(text: &str, e: &serde_norway::Error) -> (usize, usize, String) {
 /// Where a duplicate key is written the second time in the same mapping, judged by indentation.
 fn duplicate_key_position(text: &str, msg: &str) -> Option<(usize, usize)> {
     const MARK: &str = "duplicate entry with key \"";
-    let key = msg[msg.find(MARK)? + MARK.len()..]
-        .split('"')
-        .next()?;
+    let key = msg[msg.find(MARK)? + MARK.len()..].split('"').next()?;
     // Indentations of open mappings in which the key has been seen.
     let mut seen: Vec<usize> = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -207,9 +209,13 @@ fn duplicate_key_position(text: &str, msg: &str) -> Option<(usize, usize)> {
                 (indent, body)
             }
         };
-        let is_key = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")]
-            .iter()
-            .any(|k| body.starts_with(k.as_str()));
+        let is_key = [
+            format!("{key}:"),
+            format!("\"{key}\":"),
+            format!("'{key}':"),
+        ]
+        .iter()
+        .any(|k| body.starts_with(k.as_str()));
         if is_key {
             if seen.contains(&depth) {
                 return Some((i + 1, depth + 1));

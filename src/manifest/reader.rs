@@ -204,7 +204,9 @@ pub fn kind(v: &Value) -> String {
 pub fn as_string(v: &Value) -> Result<String, String> {
     match v {
         Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Err(format!("must be a string (found the number {n}; quote it: \"{n}\")")),
+        Value::Number(n) => Err(format!(
+            "must be a string (found the number {n}; quote it: \"{n}\")"
+        )),
         other => Err(format!("must be a string (found {})", kind(other))),
     }
 }
@@ -397,7 +399,11 @@ mod tests {
     fn unknown_key_warnings_name_the_block_and_suggest() {
         let yaml: Value = serde_norway::from_str("shel: 1\nhooks: []\n").unwrap();
         let mut ctx = Ctx::new("murmur.yaml");
-        ctx.unknown_keys(yaml.as_mapping().unwrap(), "capabilities", &["shell", "spawn"]);
+        ctx.unknown_keys(
+            yaml.as_mapping().unwrap(),
+            "capabilities",
+            &["shell", "spawn"],
+        );
         assert_eq!(ctx.warnings.len(), 2);
         assert!(ctx.warnings[0].message.starts_with(
             "unrecognized key 'shel' in capabilities — did you mean 'shell'? The manifest has a spelling problem here"

@@ -64,9 +64,8 @@ pub(crate) fn parse_shell(ctx: &mut Ctx, caps: &Block<'_>) -> Option<ShellCap> {
         if let Some(why) = bad_binary_name(entry) {
             let field = format!("{}[{i}]", s.field("allow"));
             let msg = format!("'{entry}' {why}; an entry is a bare binary name");
-            ctx.invalid(s.area, &field, msg).hint = Some(
-                "name the binary alone (e.g. 'git'), and put its directory on PATH".into(),
-            );
+            ctx.invalid(s.area, &field, msg).hint =
+                Some("name the binary alone (e.g. 'git'), and put its directory on PATH".into());
         } else if !allow.contains(entry) {
             allow.push(entry.clone());
         }
