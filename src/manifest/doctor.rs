@@ -1,10 +1,53 @@
 //! `mur doctor`: validate a manifest without running it.
+//!
+//! Prints every diagnostic on stderr in the shared `error[CODE]:` / `warning[CODE]:` form and a
+//! one-line verdict on stdout, so a script can rely on the exit code (0 ok or warnings only,
+//! 1 errors) and a person can read what to fix.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Validate the manifest at `path` (default `./murmur.yaml`), print every diagnostic, return the
-/// process exit code.
-pub fn run(_path: Option<&Path>) -> i32 {
-    eprintln!("mur doctor: not implemented yet");
-    1
+use super::{load, MANIFEST_FILE};
+
+/// Validate the manifest at `path` (default `./murmur.yaml`; a directory means its
+/// `murmur.yaml`), print every diagnostic, return the process exit code.
+pub fn run(path: Option<&Path>) -> i32 {
+    let path = match path {
+        None => PathBuf::from(MANIFEST_FILE),
+        Some(p) if p.is_dir() => p.join(MANIFEST_FILE),
+        Some(p) => p.to_path_buf(),
+    };
+    let label = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| MANIFEST_FILE.to_string());
+    match load(&path) {
+        Ok(loaded) => {
+            for w in &loaded.warnings {
+                eprintln!("{w}");
+            }
+            let m = &loaded.manifest;
+            let verdict = match loaded.warnings.len() {
+                0 => "ok".to_string(),
+                1 => "ok, 1 warning".to_string(),
+                n => format!("ok, {n} warnings"),
+            };
+            println!("{label}: {verdict} — {} v{}", m.name, m.version);
+            for problem in m.launch_problems() {
+                println!(
+                    "  note: mur run will refuse this capsule: {}",
+                    problem.message
+                );
+            }
+            0
+        }
+        Err(diags) => {
+            for d in &diags {
+                eprintln!("{d}");
+            }
+            let errors = diags.iter().filter(|d| d.is_error()).count();
+            let noun = if errors == 1 { "error" } else { "errors" };
+            eprintln!("{label}: {errors} {noun}; fix them and run mur doctor again");
+            1
+        }
+    }
 }
