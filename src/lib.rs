@@ -3,10 +3,13 @@
 //! The kernel (actors, messages, traits) is the `mur-actors` crate; this crate holds what talks
 //! to the outside world: the manifest, drivers, tool executors, stores and the trace readers.
 
+pub mod capsule;
 pub mod diagnostic;
 pub mod door;
 pub mod drivers;
+pub mod http_drivers;
 pub mod launch;
 pub mod manifest;
+pub mod run;
 pub mod tools;
 pub mod trace;

@@ -1,0 +1,216 @@
+//! Turning a loaded manifest into a [`SessionSpec`]: the one place that decides what a capsule
+//! runs with, for the root session of `mur run` and for delegated children alike.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mur_actors::model::ModelDriver;
+use mur_actors::provided;
+use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec, SpawnedBy};
+
+use crate::diagnostic::Diagnostic;
+use crate::drivers::script::ScriptDriver;
+use crate::manifest::{self, BuiltinDriver, LoadedManifest, Manifest};
+
+/// Default output cap per model call when `inference.max_tokens` is absent.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Runtime-provided tools this build runs (the rest of seed 000 are refused, not offered).
+pub const IMPLEMENTED_RUNTIME_TOOLS: [&str; 1] = ["delegate-task"];
+
+/// Where a session's files go, and who started it.
+#[derive(Clone, Debug)]
+pub struct Placement {
+    /// `ses_…`.
+    pub session_id: String,
+    /// Work and records folders.
+    pub paths: SessionPaths,
+    /// Depth in the delegation tree.
+    pub depth: u32,
+    /// Set for children.
+    pub spawned_by: Option<SpawnedBy>,
+}
+
+impl Placement {
+    /// The root session's folders: `<manifest dir>/workdir/<ses>/` by default; with `--workdir D`
+    /// the work folder is `D` and records go to `D/.murmur/<ses>/`.
+    pub fn root(manifest_dir: &Path, workdir: Option<&Path>) -> Placement {
+        let session_id = mur_actors::ids::session_id();
+        let paths = match workdir {
+            Some(d) => SessionPaths {
+                workdir: d.to_path_buf(),
+                records_dir: d.join(".murmur").join(&session_id),
+            },
+            None => {
+                let dir = manifest_dir.join("workdir").join(&session_id);
+                SessionPaths {
+                    workdir: dir.clone(),
+                    records_dir: dir,
+                }
+            }
+        };
+        Placement {
+            session_id,
+            paths,
+            depth: 0,
+            spawned_by: None,
+        }
+    }
+}
+
+/// The grants a manifest declares, in the kernel's terms.
+pub fn grants(m: &Manifest) -> Grants {
+    let caps = &m.capabilities;
+    Grants {
+        shell_allow: m.shell_binaries().to_vec(),
+        spawn_allow: caps
+            .spawn
+            .as_ref()
+            .map(|s| s.allow.iter().map(|n| n.to_string()).collect())
+            .unwrap_or_default(),
+        plan_submit: caps.plan_submit(),
+        peer_fetch_allow: caps
+            .peer_fetch
+            .as_ref()
+            .map(|p| p.allow.clone())
+            .unwrap_or_default(),
+        peer_files_export: m.exports.as_ref().is_some_and(|e| e.peer_files.is_some()),
+        install: caps.install.is_some(),
+        network_allow: caps
+            .network
+            .as_ref()
+            .map(|n| n.allow.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// Build the model driver the manifest names.
+pub fn driver(loaded: &LoadedManifest) -> Result<Arc<dyn ModelDriver>, Diagnostic> {
+    let m = &loaded.manifest;
+    let Some(decl) = m.driver() else {
+        return Err(Diagnostic::error(
+            "E-MAN-003",
+            format!(
+                "{}: invalid inference config for 'inference': a capsule needs an inference block naming a driver to run",
+                loaded.path.display()
+            ),
+        )
+        .with_hint("add inference: {transport: http, model: …, driver: {artifact: mur/driver-script}} and declare the driver in artifacts:"));
+    };
+    match decl.builtin_driver() {
+        Some(BuiltinDriver::Script) => {
+            let Some(rel) = decl.script_path() else {
+                return Err(Diagnostic::error(
+                    "E-MAN-003",
+                    format!(
+                        "{}: invalid artifact config for 'artifacts[{}].config.script': the scripted driver needs the path of its script",
+                        loaded.path.display(),
+                        decl.index
+                    ),
+                )
+                .with_hint("add config: {script: script.yaml} to the mur/driver-script entry"));
+            };
+            let path = loaded.resolve(&rel);
+            let driver = ScriptDriver::from_file(&path).map_err(|e| {
+                Diagnostic::error("E-IO-001", e).with_hint(format!(
+                    "artifacts[{}].config.script names it; see docs/scripted-model.md for the format",
+                    decl.index
+                ))
+            })?;
+            Ok(Arc::new(driver))
+        }
+        Some(BuiltinDriver::Anthropic) | Some(BuiltinDriver::OpenAi) => {
+            crate::http_drivers::build(loaded, decl)
+        }
+        None => Err(Diagnostic::error(
+            "E-RUN-006",
+            format!(
+                "driver '{}' is not built into mur; mur runs {}",
+                decl.name,
+                BuiltinDriver::NAMES.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Everything `mur run` (or a delegation) needs to start this capsule.
+pub fn session_spec(
+    loaded: &LoadedManifest,
+    task: String,
+    place: Placement,
+) -> Result<SessionSpec, Diagnostic> {
+    let m = &loaded.manifest;
+    if let Some(problem) = m.launch_problems().into_iter().next() {
+        return Err(problem);
+    }
+    let missing: Vec<String> = m
+        .installable_artifacts()
+        .map(|a| format!("{}@{}", a.name, a.version))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Diagnostic::error(
+            "E-RUN-008",
+            format!("missing artifacts: {}", missing.join(", ")),
+        )
+        .with_hint("run `mur install` to install all manifest dependencies"));
+    }
+    let driver = driver(loaded)?;
+    let inference = m.inference.as_ref().expect("driver() checked inference");
+    let (operator_prompt, source) = system_prompt(loaded)?;
+    let grants = grants(m);
+    let tools = provided::provided_tools(&grants, &IMPLEMENTED_RUNTIME_TOOLS);
+    Ok(SessionSpec {
+        session_id: place.session_id,
+        capsule_name: m.name.clone(),
+        capsule_version: m.version.clone(),
+        model: inference.model.clone(),
+        driver,
+        max_turns: inference.max_turns,
+        max_tokens: inference.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        operator_prompt,
+        system_prompt_source: source,
+        tools,
+        grants,
+        task,
+        paths: place.paths,
+        executors: crate::tools::executors(m.capabilities.limits.deadline()),
+        capture: match m.trace.capture {
+            manifest::Capture::None => Capture::None,
+            manifest::Capture::Meta => Capture::Meta,
+            manifest::Capture::Content => Capture::Content,
+        },
+        tool_refresh: match inference.tool_refresh {
+            manifest::ToolRefresh::Immediate => "immediate".into(),
+            _ => "compaction".into(),
+        },
+        spawned_by: place.spawned_by,
+        depth: place.depth,
+        delegation_deadline: Duration::from_secs(m.lifecycle.delegation_deadline_secs),
+    })
+}
+
+/// The operator's system prompt and where it came from (`manifest` or `none`).
+fn system_prompt(loaded: &LoadedManifest) -> Result<(Option<String>, &'static str), Diagnostic> {
+    let Some(inf) = loaded.manifest.inference.as_ref() else {
+        return Ok((None, "none"));
+    };
+    if let Some(text) = &inf.system_prompt {
+        return Ok((Some(text.clone()), "manifest"));
+    }
+    if let Some(rel) = &inf.system_prompt_file {
+        let path: PathBuf = loaded.resolve(rel);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Diagnostic::error(
+                "E-IO-001",
+                format!(
+                    "{}: inference.system_prompt_file names {}, which cannot be read: {e}",
+                    loaded.path.display(),
+                    path.display()
+                ),
+            )
+        })?;
+        return Ok((Some(text), "manifest"));
+    }
+    Ok((None, "none"))
+}

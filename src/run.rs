@@ -1,0 +1,179 @@
+//! `mur run`: load the manifest, build the root session, launch it, report.
+
+use std::path::{Path, PathBuf};
+
+use mur_actors::session::ExitStatus;
+use mur_actors::supervisor::{SupervisorArgs, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_DEPTH};
+
+use crate::capsule::{self, Placement};
+use crate::diagnostic::Diagnostic;
+use crate::launch::{self, Header};
+use crate::manifest::{self, MANIFEST_FILE};
+
+/// Options of `mur run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The capsule: a murmur.yaml, or a folder holding one (default ./murmur.yaml).
+    #[arg(value_name = "MANIFEST")]
+    pub manifest_pos: Option<PathBuf>,
+    /// The capsule's manifest (same as the positional argument).
+    #[arg(long, value_name = "PATH", conflicts_with = "manifest_pos")]
+    pub manifest: Option<PathBuf>,
+    /// The task: a file to read, or the task text itself.
+    #[arg(long, value_name = "FILE_OR_TEXT")]
+    pub task: Option<String>,
+    /// The work folder; records then go to <D>/.murmur/<session>/.
+    #[arg(long, value_name = "D")]
+    pub workdir: Option<PathBuf>,
+    /// Print the workdir, manifest and driver lines (repeat for debug logs).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Deepest delegation allowed below this capsule.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    pub max_depth: u32,
+    /// Most live sub-capsules one session may hold at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CHILDREN)]
+    pub max_children: u32,
+}
+
+impl RunArgs {
+    /// The manifest file to read.
+    pub fn manifest_path(&self) -> PathBuf {
+        let p = self
+            .manifest
+            .clone()
+            .or_else(|| self.manifest_pos.clone())
+            .unwrap_or_else(|| PathBuf::from(MANIFEST_FILE));
+        if p.is_dir() {
+            p.join(MANIFEST_FILE)
+        } else {
+            p
+        }
+    }
+}
+
+/// Read the task: an existing file's contents, else the text itself.
+pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diagnostic> {
+    let Some(task) = task else {
+        let beside = manifest_dir.join("task.md");
+        return match std::fs::read_to_string(&beside) {
+            Ok(t) => non_empty(t, &beside.display().to_string()),
+            Err(_) => Err(
+                Diagnostic::error("E-RUN-002", "no task: nothing to send to the model").with_hint(
+                    "pass --task with a file or the task text, or put a task.md beside murmur.yaml",
+                ),
+            ),
+        };
+    };
+    let path = Path::new(task);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Diagnostic::error(
+                "E-IO-001",
+                format!("cannot read the task file {}: {e}", path.display()),
+            )
+        })?;
+        return non_empty(text, &path.display().to_string());
+    }
+    non_empty(task.to_string(), "--task")
+}
+
+fn non_empty(text: String, origin: &str) -> Result<String, Diagnostic> {
+    if text.trim().is_empty() {
+        return Err(Diagnostic::error(
+            "E-RUN-002",
+            format!("the task from {origin} is empty; nothing was sent to the model"),
+        )
+        .with_hint("write what the capsule should do in the task"));
+    }
+    Ok(text)
+}
+
+fn fail(diags: &[Diagnostic]) -> i32 {
+    println!("status:  failed");
+    for d in diags {
+        eprintln!("{d}");
+    }
+    1
+}
+
+/// Run `mur run`; returns the exit code.
+pub async fn run(args: RunArgs) -> i32 {
+    let path = args.manifest_path();
+    let loaded = match manifest::load(&path) {
+        Ok(l) => l,
+        Err(diags) => return fail(&diags),
+    };
+    for w in &loaded.warnings {
+        eprintln!("{w}");
+    }
+    let task = match read_task(args.task.as_deref(), &loaded.dir) {
+        Ok(t) => t,
+        Err(d) => return fail(&[d]),
+    };
+    let workdir = match &args.workdir {
+        Some(d) => match std::path::absolute(d) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                return fail(&[Diagnostic::error(
+                    "E-IO-001",
+                    format!("--workdir {}: {e}", d.display()),
+                )])
+            }
+        },
+        None => None,
+    };
+    let dir = std::path::absolute(&loaded.dir).unwrap_or_else(|_| loaded.dir.clone());
+    let place = Placement::root(&dir, workdir.as_deref());
+    let spec = match capsule::session_spec(&loaded, task, place) {
+        Ok(s) => s,
+        Err(d) => return fail(&[d]),
+    };
+    let m = &loaded.manifest;
+    let header = Header {
+        verbose: args.verbose > 0,
+        manifest: format!("{} v{}", m.name, m.version),
+        driver: format!("{} ({})", spec.driver.name(), spec.model),
+    };
+    let sup = SupervisorArgs {
+        resolver: None,
+        max_depth: args.max_depth,
+        max_children: args.max_children,
+    };
+    let session_id = spec.session_id.clone();
+    let records = spec.paths.records_dir.clone();
+    match launch::launch(spec, &header, sup).await {
+        Ok(report) => {
+            if let Some(e) = &report.trace_error {
+                eprintln!("{}", Diagnostic::error("E-RUN-007", e.clone()));
+                return 1;
+            }
+            if report.exit_status == ExitStatus::Ok {
+                0
+            } else {
+                eprintln!(
+                    "{}",
+                    Diagnostic::error(
+                        "E-RUN-040",
+                        format!(
+                            "the task did not complete ({}): {}",
+                            report.exit_status.as_str(),
+                            crate::run::first_line(&report.result)
+                        ),
+                    )
+                    .with_hint(format!(
+                        "read {} and `mur trace show {session_id}`",
+                        records.join("out/result.txt").display()
+                    ))
+                );
+                1
+            }
+        }
+        Err(d) => fail(&[d]),
+    }
+}
+
+/// The first line of `text`, cut to 300 bytes.
+pub fn first_line(text: &str) -> String {
+    mur_actors::session::truncate(text.lines().next().unwrap_or(""), 300)
+}
