@@ -11,31 +11,76 @@ use async_trait::async_trait;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde_json::Value;
 
+use crate::tool::ToolDecl;
+
 /// A pull, removal or listing a session asks for, in the tool's own input shape.
 #[derive(Clone, Debug)]
 pub struct ArtifactRequest {
     /// The session asking (recorded in runtime pins).
     pub session_id: String,
+    /// The session's records folder (where a pulled payload is staged: `tools/<name>/`).
+    pub records_dir: std::path::PathBuf,
     /// The tool input (`{"artifact": …}`).
     pub input: Value,
+}
+
+/// What a successful `pull-artifact` call produced.
+#[derive(Clone, Debug)]
+pub enum PullOutcome {
+    /// A pattern was listed; nothing was pulled. The value is the tool's result JSON.
+    Listing(Value),
+    /// One artifact was pulled, pinned and staged.
+    Pulled(Box<Pulled>),
+}
+
+/// One pulled artifact.
+#[derive(Clone, Debug)]
+pub struct Pulled {
+    /// The tool's result JSON (`{"artifact", "fetched_from", "runtime", "tool_name", "version"}`).
+    pub result: Value,
+    /// The tool the session holds from its next turn (origin `Runtime`).
+    pub tool: ToolDecl,
+    /// Full name.
+    pub name: String,
+    /// Version pulled.
+    pub version: String,
+    /// `tool` or `skill`.
+    pub runtime: String,
+    /// `project store`, `global store` or `github:<owner>/<repo>`.
+    pub fetched_from: String,
+    /// The scope owner's GitHub id, when known.
+    pub owner_id: Option<u64>,
+    /// `runtime`, or `operator` when the operator had already pinned that version.
+    pub origin: String,
+}
+
+/// One removed artifact.
+#[derive(Clone, Debug)]
+pub struct Removed {
+    /// The tool's result JSON (`{"artifact", "removed": true}`).
+    pub result: Value,
+    /// The bare tool name that leaves the inventory.
+    pub tool_name: String,
 }
 
 /// What resolves and pins artifacts. Implemented by the `mur` crate over stores and sources.
 #[async_trait]
 pub trait ArtifactSource: Send + Sync {
-    /// `pull-artifact`: list a pattern or pull one artifact and pin it. `Ok` is the tool's
-    /// result JSON; `Err` is the refusal text (`not-granted: …`, `not-found: …`).
-    async fn pull(&self, request: ArtifactRequest) -> Result<Value, String>;
-    /// `remove-artifact`: drop a pulled artifact and its pin.
-    async fn remove(&self, request: ArtifactRequest) -> Result<Value, String>;
+    /// `pull-artifact`: list a pattern or pull one artifact and pin it. `Err` is the refusal
+    /// text (`not-granted: …`, `not-found: …`, `does-not-fit: …`, `not-fetched: …`), and means
+    /// nothing was written.
+    async fn pull(&self, request: ArtifactRequest) -> Result<PullOutcome, String>;
+    /// `remove-artifact`: drop a pulled artifact and its pin. `Err` is the refusal text
+    /// (`not-removable: …`).
+    async fn remove(&self, request: ArtifactRequest) -> Result<Removed, String>;
 }
 
 /// Messages the [`Registry`] takes.
 pub enum RegistryMsg {
     /// Pull (or list) for a session.
-    Pull(ArtifactRequest, RpcReplyPort<Result<Value, String>>),
+    Pull(ArtifactRequest, RpcReplyPort<Result<PullOutcome, String>>),
     /// Remove for a session.
-    Remove(ArtifactRequest, RpcReplyPort<Result<Value, String>>),
+    Remove(ArtifactRequest, RpcReplyPort<Result<Removed, String>>),
 }
 
 /// The process-wide registry actor.
