@@ -264,7 +264,7 @@ pub fn parse_artifact_manifest(
     };
     ctx.unknown_keys(map, "", ARTIFACT_MANIFEST_KEYS);
     let b = Block::new(map, "", Area::Manifest);
-    let mut required = |ctx: &mut Ctx, key: &str| -> Option<String> {
+    let required = |ctx: &mut Ctx, key: &str| -> Option<String> {
         match b.get(key).map(as_string) {
             None => {
                 ctx.error("E-MAN-001", format!("missing required field '{key}'"));
