@@ -226,13 +226,17 @@ fn parse_entry(ctx: &mut Ctx, index: usize, item: &Value) -> Option<ArtifactDecl
             ctx.error("E-MAN-003", msg).hint = Some(format!("drop the scope: name it '{bare}'"));
             return None;
         }
+        if let Err(why) = super::names::check_name_part(&raw_name) {
+            let msg = format!(
+                "invalid artifact name in '{path}.name': '{raw_name}' is not a valid artifact \
+                 name: the name {why}"
+            );
+            ctx.error("E-MAN-003", msg);
+            return None;
+        }
         match ArtifactName::from_parts("local", &raw_name) {
             Ok(n) => n,
-            Err(_) => {
-                let err = ArtifactName::parse(&format!("local/{raw_name}")).unwrap_err();
-                let why = err.message.replace("local/", "");
-                return fail(ctx, format!("artifact name {why}"));
-            }
+            Err(err) => return fail(ctx, err.message),
         }
     } else {
         match ArtifactName::parse(&raw_name) {
@@ -303,42 +307,7 @@ fn parse_entry(ctx: &mut Ctx, index: usize, item: &Value) -> Option<ArtifactDecl
         None => is_skill,
     };
 
-    let capabilities = match b.get("capabilities") {
-        None => serde_json::Value::Null,
-        Some(_) if is_skill => {
-            return fail(
-                ctx,
-                format!("artifact '{name}' is a skill; a skill takes no 'capabilities:'"),
-            )
-        }
-        Some(Value::Mapping(m)) => {
-            if m.contains_key("install") {
-                return fail(
-                    ctx,
-                    format!(
-                        "artifact '{name}' declares capabilities.install; the grant is \
-                         capsule-wide: declare it under the top-level capabilities: block"
-                    ),
-                );
-            }
-            ctx.unknown_keys(
-                m,
-                &format!("{path}.capabilities"),
-                super::capabilities::CAPABILITY_KEYS,
-            );
-            match to_json(&Value::Mapping(m.clone())) {
-                Ok(j) => j,
-                Err(why) => return fail(ctx, format!("capabilities {why}")),
-            }
-        }
-        Some(other) => {
-            return fail(
-                ctx,
-                format!("'capabilities' must be a mapping (found {})", kind(other)),
-            )
-        }
-    };
-
+    let capabilities = entry_capabilities(ctx, &b, index, &name, is_skill)?;
     let on_overflow = match b.get("on_overflow").map(as_string) {
         None => None,
         Some(Err(why)) => return fail(ctx, format!("'on_overflow' {why}")),
@@ -360,52 +329,7 @@ fn parse_entry(ctx: &mut Ctx, index: usize, item: &Value) -> Option<ArtifactDecl
         },
     };
 
-    let config = if b.has("config") {
-        match map.get("config") {
-            _ if is_skill => {
-                return fail(
-                    ctx,
-                    format!("artifact '{name}' is a skill; a skill takes no 'config:'"),
-                )
-            }
-            Some(v @ Value::Mapping(_)) => match to_json(v) {
-                Ok(j) => {
-                    let bytes = j.to_string().len();
-                    if bytes > MAX_ARTIFACT_CONFIG_BYTES {
-                        let why = format!(
-                            "artifact '{name}' declares a config: of {bytes} bytes as JSON; at \
-                             most {MAX_ARTIFACT_CONFIG_BYTES} can be delivered to it"
-                        );
-                        ctx.invalid_artifact("E-CAP-010", index, why);
-                        return None;
-                    }
-                    j
-                }
-                Err(why) => return fail(ctx, format!("config {why}")),
-            },
-            Some(Value::Null) | None => {
-                return fail(
-                    ctx,
-                    format!(
-                        "artifact '{name}' declares 'config:' with no value; give it a mapping or \
-                         leave it out"
-                    ),
-                )
-            }
-            Some(other) => {
-                return fail(
-                    ctx,
-                    format!(
-                        "artifact '{name}' declares 'config:' as {}; it must be a mapping",
-                        kind(other)
-                    ),
-                )
-            }
-        }
-    } else {
-        serde_json::Value::Null
-    };
-
+    let config = entry_config(ctx, &b, index, &name, is_skill)?;
     let gateway = match b.get("gateway") {
         None => None,
         Some(_) if is_skill => {
@@ -441,5 +365,115 @@ fn parse_entry(ctx: &mut Ctx, index: usize, item: &Value) -> Option<ArtifactDecl
         on_overflow,
         config,
         gateway,
+    })
+}
+
+/// An entry's `capabilities:` narrowing, kept as JSON (Null when absent).
+fn entry_capabilities(
+    ctx: &mut Ctx,
+    b: &Block<'_>,
+    index: usize,
+    name: &ArtifactName,
+    is_skill: bool,
+) -> Option<serde_json::Value> {
+    let path = b.path.clone();
+    let fail = |ctx: &mut Ctx, why: String| {
+        ctx.invalid_artifact("E-MAN-003", index, why);
+        None
+    };
+    Some(match b.get("capabilities") {
+        None => serde_json::Value::Null,
+        Some(_) if is_skill => {
+            return fail(
+                ctx,
+                format!("artifact '{name}' is a skill; a skill takes no 'capabilities:'"),
+            )
+        }
+        Some(Value::Mapping(m)) => {
+            if m.contains_key("install") {
+                return fail(
+                    ctx,
+                    format!(
+                        "artifact '{name}' declares capabilities.install; the grant is \
+                         capsule-wide: declare it under the top-level capabilities: block"
+                    ),
+                );
+            }
+            ctx.unknown_keys(
+                m,
+                &format!("{path}.capabilities"),
+                super::capabilities::CAPABILITY_KEYS,
+            );
+            match to_json(&Value::Mapping(m.clone())) {
+                Ok(j) => j,
+                Err(why) => return fail(ctx, format!("capabilities {why}")),
+            }
+        }
+        Some(other) => {
+            return fail(
+                ctx,
+                format!("'capabilities' must be a mapping (found {})", kind(other)),
+            )
+        }
+    })
+}
+
+/// An entry's `config:` as JSON (Null when absent); refused on skills, when empty, when not a
+/// mapping, and beyond [`MAX_ARTIFACT_CONFIG_BYTES`] (E-CAP-010).
+fn entry_config(
+    ctx: &mut Ctx,
+    b: &Block<'_>,
+    index: usize,
+    name: &ArtifactName,
+    is_skill: bool,
+) -> Option<serde_json::Value> {
+    let fail = |ctx: &mut Ctx, why: String| {
+        ctx.invalid_artifact("E-MAN-003", index, why);
+        None
+    };
+    Some(if b.has("config") {
+        match b.map.get("config") {
+            _ if is_skill => {
+                return fail(
+                    ctx,
+                    format!("artifact '{name}' is a skill; a skill takes no 'config:'"),
+                )
+            }
+            Some(v @ Value::Mapping(_)) => match to_json(v) {
+                Ok(j) => {
+                    let bytes = j.to_string().len();
+                    if bytes > MAX_ARTIFACT_CONFIG_BYTES {
+                        let why = format!(
+                            "artifact '{name}' declares a config: of {bytes} bytes as JSON; at \
+                                 most {MAX_ARTIFACT_CONFIG_BYTES} can be delivered to it"
+                        );
+                        ctx.invalid_artifact("E-CAP-010", index, why);
+                        return None;
+                    }
+                    j
+                }
+                Err(why) => return fail(ctx, format!("config {why}")),
+            },
+            Some(Value::Null) | None => {
+                return fail(
+                    ctx,
+                    format!(
+                        "artifact '{name}' declares 'config:' with no value; give it a mapping or \
+                             leave it out"
+                    ),
+                )
+            }
+            Some(other) => {
+                return fail(
+                    ctx,
+                    format!(
+                        "artifact '{name}' declares 'config:' as {}; it must be a mapping",
+                        kind(other)
+                    ),
+                )
+            }
+        }
+    } else {
+        serde_json::Value::Null
     })
 }

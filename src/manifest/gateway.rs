@@ -162,7 +162,19 @@ pub(crate) fn parse_gateway(
             ctx.invalid_artifact("E-MAN-003", index, why);
             return None;
         }
-        (Some(key), false) => Credential::ApiKey(key),
+        (Some(key), false) => {
+            if super::env::env_reference(&key).is_none() {
+                let msg = format!(
+                    "artifact '{name}' writes gateway.api_key as a literal key in {}: anyone who \
+                     can read the file can read the key. Write api_key: ${{NAME}} and set NAME in \
+                     the environment or in .env beside the manifest",
+                    ctx.label
+                );
+                ctx.warnings
+                    .push(crate::diagnostic::Diagnostic::warning("W-SEC-004", msg));
+            }
+            Credential::ApiKey(key)
+        }
         (None, true) => Credential::Keyless,
         (None, false) => {
             let why = format!(

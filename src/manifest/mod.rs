@@ -6,6 +6,7 @@
 //! [`Manifest`] the rest of `mur` reads without re-checking. Credentials are kept as written
 //! and resolved at launch by [`env::resolve_credential`].
 
+pub mod artifact_manifest;
 pub mod artifacts;
 pub mod capabilities;
 mod checks;
@@ -26,6 +27,10 @@ pub mod shell;
 
 use std::path::{Path, PathBuf};
 
+pub use artifact_manifest::{
+    parse_artifact_manifest, ArtifactManifest, CommitPolicy, ExecutionMode, HookEvent,
+    Implementation,
+};
 pub use artifacts::{ArtifactDecl, ArtifactRuntime, BuiltinDriver, OnOverflow};
 pub use capabilities::{
     Capabilities, Containment, EnvCap, FilesystemCap, NetworkCap, PeerFetchCap, PlanCap, SpawnCap,

@@ -148,15 +148,19 @@ pub(crate) fn parse_labeled(
 
 /// A required top-level string: E-MAN-001 when missing or blank.
 fn required(ctx: &mut Ctx, top: &Block<'_>, key: &str) -> Option<String> {
+    let missing = |ctx: &mut Ctx| {
+        let example = if key == "version" {
+            "\"0.1.0\""
+        } else {
+            "my-capsule"
+        };
+        ctx.error("E-MAN-001", format!("missing required field '{key}'"))
+            .hint = Some(format!("add a top-level line such as {key}: {example}"));
+        None
+    };
     match top.get(key) {
-        None => {
-            ctx.error("E-MAN-001", format!("missing required field '{key}'"));
-            None
-        }
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            ctx.error("E-MAN-001", format!("missing required field '{key}'"));
-            None
-        }
+        None => missing(ctx),
+        Some(Value::String(s)) if s.trim().is_empty() => missing(ctx),
         Some(_) => top.str(ctx, key).map(|s| s.trim().to_string()),
     }
 }
