@@ -1,0 +1,127 @@
+//! Shared helpers for end-to-end tests: temporary projects, running the real `mur` binary, and
+//! normalising ids, ports and paths so outputs can be compared exactly.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// The built `mur` binary.
+pub fn mur() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mur"))
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temporary project folder, optionally seeded with files.
+pub struct Project {
+    /// Kept alive for the test.
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// An empty project.
+    pub fn new() -> Project {
+        Project {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A copy of `examples/<name>`.
+    pub fn example(name: &str) -> Project {
+        let p = Project::new();
+        copy_dir(&repo().join("examples").join(name), p.path());
+        p
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write a file (parents created).
+    pub fn write(&self, rel: &str, text: &str) -> &Self {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+        self
+    }
+
+    /// Run `mur` with `args` in the project folder.
+    pub fn mur(&self, args: &[&str]) -> Output {
+        mur().args(args).current_dir(self.path()).output().unwrap()
+    }
+
+    /// The session folders under `workdir/`.
+    pub fn sessions(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.path().join("workdir"))
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+/// Copy a folder tree (skipping `workdir/`).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() == "workdir" {
+            continue;
+        }
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// Stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Replace session ids, other ids, ports and `root` with stable placeholders.
+pub fn normalise(text: &str, root: &Path) -> String {
+    let text = text.replace(&root.display().to_string(), "<ROOT>");
+    let ids = regex::Regex::new(r"\b(ses|evt|tsk|ctx|dlg)_[0-9a-f]{32}\b").unwrap();
+    let text = ids.replace_all(&text, "${1}_<ID>");
+    let port = regex::Regex::new(r"localhost:\d+").unwrap();
+    port.replace_all(&text, "localhost:<PORT>").into_owned()
+}
+
+/// The lines of a trace file as JSON.
+pub fn trace(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The event types of a trace, in order.
+pub fn types(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| l["event_type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A minimal manifest on the scripted model with the given extra YAML under `capabilities:`.
+pub fn scripted_manifest(name: &str, capabilities: &str) -> String {
+    format!(
+        "name: {name}\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: script.yaml\n{capabilities}inference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n"
+    )
+}
