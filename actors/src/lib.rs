@@ -10,6 +10,7 @@ pub mod dispatcher;
 pub mod fence;
 pub mod ids;
 pub mod model;
+pub mod plan;
 pub mod prompt;
 pub mod registry;
 pub mod session;
