@@ -148,7 +148,10 @@ mod tests {
         assert!(t("$a.output > '100'"), "string comparison: '42' > '100'");
         assert!(t("$a.output < '5'"));
         assert!(t("'a||b' == 'a||b'"), "operators inside quotes are text");
-        assert!(t("'é' != 'ü' && 'ß' == 'ß'"), "multibyte text is compared, not sliced");
+        assert!(
+            t("'é' != 'ü' && 'ß' == 'ß'"),
+            "multibyte text is compared, not sliced"
+        );
         assert!(evaluate(None, &s).unwrap());
         assert!(evaluate(Some("   "), &s).unwrap());
     }

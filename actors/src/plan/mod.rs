@@ -162,12 +162,7 @@ pub async fn run_plan(
             duration_ms: started.elapsed().as_millis() as u64,
             reason: Some(&refusal.error),
         });
-        return PlanReport::refused(
-            &plan.id,
-            plan.steps.len(),
-            &refusal.step_id,
-            refusal.error,
-        );
+        return PlanReport::refused(&plan.id, plan.steps.len(), &refusal.step_id, refusal.error);
     }
 
     let run = schedule::execute(&plan, runner.as_ref(), &trace, &mut cancel).await;

@@ -100,7 +100,9 @@ impl StepDef {
             [true, false, false] => Ok(StepKind::Tool),
             [false, true, false] => Ok(StepKind::Shell),
             [false, false, true] => Ok(StepKind::Capsule),
-            [false, false, false] => Err("step must declare exactly one of tool, shell, or capsule"),
+            [false, false, false] => {
+                Err("step must declare exactly one of tool, shell, or capsule")
+            }
             _ => Err("step declares more than one of tool, shell, or capsule"),
         }
     }
@@ -188,8 +190,9 @@ mod tests {
 
     #[test]
     fn defaults_fill_the_optional_keys() {
-        let plan = parse_input(&json!({"plan": {"id": "p", "steps": [{"id": "a", "shell": "ls"}]}}))
-            .unwrap();
+        let plan =
+            parse_input(&json!({"plan": {"id": "p", "steps": [{"id": "a", "shell": "ls"}]}}))
+                .unwrap();
         let step = &plan.steps[0];
         assert_eq!(step.on_error, "fail");
         assert_eq!(step.retries, 0);
@@ -201,7 +204,12 @@ mod tests {
 
     #[test]
     fn non_plans_are_refused_with_the_upstream_sentence() {
-        for input in [json!(7), json!({}), json!({"plan": [1]}), json!({"plan": "nope"})] {
+        for input in [
+            json!(7),
+            json!({}),
+            json!({"plan": [1]}),
+            json!({"plan": "nope"}),
+        ] {
             assert_eq!(parse_input(&input).unwrap_err(), NOT_A_PLAN, "{input}");
         }
         let encoded = json!({"plan": "{\"id\":\"p\",\"steps\":[]}"});
@@ -212,8 +220,12 @@ mod tests {
     fn shape_errors_name_the_field() {
         let err = parse_input(&json!({"plan": {"steps": []}})).unwrap_err();
         assert_eq!(err, "failed to parse plan JSON: missing field `id`");
-        let err = parse_input(&json!({"plan": {"id": "p", "steps": [{"id": "a", "retries": "2"}]}}))
-            .unwrap_err();
-        assert!(err.starts_with("failed to parse plan JSON: invalid type: string \"2\""), "{err}");
+        let err =
+            parse_input(&json!({"plan": {"id": "p", "steps": [{"id": "a", "retries": "2"}]}}))
+                .unwrap_err();
+        assert!(
+            err.starts_with("failed to parse plan JSON: invalid type: string \"2\""),
+            "{err}"
+        );
     }
 }

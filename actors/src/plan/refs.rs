@@ -106,7 +106,8 @@ mod tests {
 
     #[test]
     fn references_are_replaced_at_any_depth_but_keys_are_not() {
-        let mut v = json!({"x": "$a.output", "$a.output": [1, {"y": ["$b.c.status", "plain $a.output"]}]});
+        let mut v =
+            json!({"x": "$a.output", "$a.output": [1, {"y": ["$b.c.status", "plain $a.output"]}]});
         interpolate(&mut v, &settled()).unwrap();
         assert_eq!(
             v,
@@ -117,10 +118,22 @@ mod tests {
     #[test]
     fn runtime_errors_name_the_reference() {
         let s = settled();
-        assert_eq!(resolve("$z.output", &s).unwrap_err(), "reference '$z.output' is not ready");
-        assert_eq!(resolve("$b.c.output", &s).unwrap_err(), "reference '$b.c.output' has no output");
-        assert_eq!(resolve("$HOME", &s).unwrap_err(), "invalid reference '$HOME'");
-        assert_eq!(resolve("$a.size", &s).unwrap_err(), "unsupported reference field 'size'");
+        assert_eq!(
+            resolve("$z.output", &s).unwrap_err(),
+            "reference '$z.output' is not ready"
+        );
+        assert_eq!(
+            resolve("$b.c.output", &s).unwrap_err(),
+            "reference '$b.c.output' has no output"
+        );
+        assert_eq!(
+            resolve("$HOME", &s).unwrap_err(),
+            "invalid reference '$HOME'"
+        );
+        assert_eq!(
+            resolve("$a.size", &s).unwrap_err(),
+            "unsupported reference field 'size'"
+        );
     }
 
     #[test]
@@ -128,7 +141,13 @@ mod tests {
         let ids: HashSet<&str> = ["a"].into_iter().collect();
         assert_eq!(check("$a.output", &ids), Ok(()));
         assert_eq!(check("$HOME", &ids), Ok(()));
-        assert_eq!(check("$q.output", &ids).unwrap_err(), "unknown reference '$q.output'");
-        assert_eq!(check("$a.stdout", &ids).unwrap_err(), "unknown reference field 'stdout'");
+        assert_eq!(
+            check("$q.output", &ids).unwrap_err(),
+            "unknown reference '$q.output'"
+        );
+        assert_eq!(
+            check("$a.stdout", &ids).unwrap_err(),
+            "unknown reference field 'stdout'"
+        );
     }
 }

@@ -48,7 +48,10 @@ mod tests {
     fn the_two_accepted_shapes_pass_verbatim() {
         assert_eq!(task_text(&json!("do it")).unwrap(), "do it");
         assert_eq!(task_text(&json!({"objective": "do it"})).unwrap(), "do it");
-        assert_eq!(task_text(&json!({"objective": "$a.output"})).unwrap(), "$a.output");
+        assert_eq!(
+            task_text(&json!({"objective": "$a.output"})).unwrap(),
+            "$a.output"
+        );
     }
 
     #[test]
@@ -65,9 +68,17 @@ mod tests {
             task_text(&json!({})).unwrap_err(),
             "capsule step input must be a string or { \"objective\": \"<text>\" }"
         );
-        assert!(task_text(&json!(null)).unwrap_err().starts_with("capsule step has no input;"));
-        assert!(task_text(&json!(true)).unwrap_err().ends_with(", not a boolean"));
-        assert!(task_text(&json!(1)).unwrap_err().ends_with(", not a number"));
-        assert!(task_text(&json!([])).unwrap_err().ends_with(", not an array"));
+        assert!(task_text(&json!(null))
+            .unwrap_err()
+            .starts_with("capsule step has no input;"));
+        assert!(task_text(&json!(true))
+            .unwrap_err()
+            .ends_with(", not a boolean"));
+        assert!(task_text(&json!(1))
+            .unwrap_err()
+            .ends_with(", not a number"));
+        assert!(task_text(&json!([]))
+            .unwrap_err()
+            .ends_with(", not an array"));
     }
 }

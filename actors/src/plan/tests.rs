@@ -94,22 +94,32 @@ impl StepRunner for Recorder {
             },
             "slow" => {
                 tokio::time::sleep(Duration::from_millis(30)).await;
-                StepOutcome::Success { output: "slow done".into() }
+                StepOutcome::Success {
+                    output: "slow done".into(),
+                }
             }
             "meet" => {
                 self.meet().await;
-                StepOutcome::Success { output: "met".into() }
+                StepOutcome::Success {
+                    output: "met".into(),
+                }
             }
             "flaky" => {
                 let left = self.flaky_fails.load(Ordering::SeqCst);
                 if left > 0 {
                     self.flaky_fails.store(left - 1, Ordering::SeqCst);
-                    StepOutcome::Failed { error: format!("flaky: {left} failure(s) left") }
+                    StepOutcome::Failed {
+                        error: format!("flaky: {left} failure(s) left"),
+                    }
                 } else {
-                    StepOutcome::Success { output: "steady".into() }
+                    StepOutcome::Success {
+                        output: "steady".into(),
+                    }
                 }
             }
-            _ => StepOutcome::Failed { error: "tool step failed".into() },
+            _ => StepOutcome::Failed {
+                error: "tool step failed".into(),
+            },
         };
         self.tools_in_flight.fetch_sub(1, Ordering::SeqCst);
         outcome
@@ -118,19 +128,27 @@ impl StepRunner for Recorder {
     async fn run_shell(&self, argv: Vec<String>) -> StepOutcome {
         self.log(format!("shell {}", argv.join(" ")));
         match argv[0].as_str() {
-            "echo" => StepOutcome::Success { output: format!("{}\n", argv[1..].join(" ")) },
+            "echo" => StepOutcome::Success {
+                output: format!("{}\n", argv[1..].join(" ")),
+            },
             "meet" => {
                 self.meet().await;
-                StepOutcome::Success { output: argv[1..].join(" ") }
+                StepOutcome::Success {
+                    output: argv[1..].join(" "),
+                }
             }
             "hang" => std::future::pending().await,
-            _ => StepOutcome::Failed { error: "exit code 1".into() },
+            _ => StepOutcome::Failed {
+                error: "exit code 1".into(),
+            },
         }
     }
 
     async fn run_capsule(&self, capsule: &str, version: &str, task: &str) -> StepOutcome {
         self.log(format!("capsule {capsule}@{version} {task}"));
-        StepOutcome::Success { output: format!("{capsule}@{version}: {task}") }
+        StepOutcome::Success {
+            output: format!("{capsule}@{version}: {task}"),
+        }
     }
 
     fn trace(&self, event: TraceEvent) {
@@ -140,10 +158,20 @@ impl StepRunner for Recorder {
 
 fn ctx() -> PlanContext {
     PlanContext {
-        tools: ["echo", "fail", "flaky", "slow", "meet", "bash", "delegate-task"]
+        tools: [
+            "echo",
+            "fail",
+            "flaky",
+            "slow",
+            "meet",
+            "bash",
+            "delegate-task",
+        ]
+        .map(String::from)
+        .to_vec(),
+        shell_allow: ["echo", "false", "meet", "hang", "bash"]
             .map(String::from)
             .to_vec(),
-        shell_allow: ["echo", "false", "meet", "hang", "bash"].map(String::from).to_vec(),
         capsules: vec!["researcher".into()],
         parent_event: "evt_call".into(),
     }
@@ -204,7 +232,10 @@ async fn waves_follow_dependencies_and_settle_in_declaration_order() {
         .into_iter()
         .map(|l| l["step_id"].clone())
         .collect();
-    assert_eq!(starts, [json!("first"), json!("side"), json!("mid"), json!("last")]);
+    assert_eq!(
+        starts,
+        [json!("first"), json!("side"), json!("mid"), json!("last")]
+    );
 }
 
 #[tokio::test]
@@ -239,7 +270,10 @@ async fn tool_steps_take_turns_but_run_beside_shell_steps() {
     .await;
     assert!(report.completed, "{}", report.text());
     assert_eq!(r.max_tools_in_flight.load(Ordering::SeqCst), 1);
-    assert_eq!(r.calls().iter().filter(|c| c.starts_with("tool ")).count(), 3);
+    assert_eq!(
+        r.calls().iter().filter(|c| c.starts_with("tool ")).count(),
+        3
+    );
 }
 
 #[tokio::test]
@@ -266,19 +300,34 @@ async fn conditions_run_skip_or_stop_the_plan() {
             step("no", "skipped", Value::Null, Value::Null),
             step("yes", "success", json!("yes\n"), Value::Null),
             step("after_no", "success", json!("after\n"), Value::Null),
-            step("bad", "failed", Value::Null, json!("unsupported condition expression '$yes.output'")),
+            step(
+                "bad",
+                "failed",
+                Value::Null,
+                json!("unsupported condition expression '$yes.output'")
+            ),
         ]
     );
     let mut calls = r.calls();
     calls.sort();
-    assert_eq!(calls, ["shell echo after", "shell echo hi", "shell echo yes"]);
+    assert_eq!(
+        calls,
+        ["shell echo after", "shell echo hi", "shell echo yes"]
+    );
     // Neither undispatched step claims an attempt or a start line.
     let lines = r.lines_of("plan_step");
     let no = lines.iter().find(|l| l["step_id"] == "no").unwrap();
-    assert_eq!((no["status"].clone(), no["attempts"].clone()), (json!("skipped"), json!(0)));
+    assert_eq!(
+        (no["status"].clone(), no["attempts"].clone()),
+        (json!("skipped"), json!(0))
+    );
     let bad = lines.iter().find(|l| l["step_id"] == "bad").unwrap();
     assert_eq!(bad["attempts"], 0);
-    let started: Vec<Value> = r.lines_of("plan_step_start").iter().map(|l| l["step_id"].clone()).collect();
+    let started: Vec<Value> = r
+        .lines_of("plan_step_start")
+        .iter()
+        .map(|l| l["step_id"].clone())
+        .collect();
     assert!(!started.contains(&json!("no")) && !started.contains(&json!("bad")));
 }
 
@@ -298,12 +347,23 @@ async fn references_substitute_output_and_status_at_any_depth() {
     assert!(report.completed, "{}", report.text());
     let calls = r.calls();
     assert!(calls.contains(
-        &r#"tool echo {"text":"hi there\n","meta":[{"st":"success"},"keep $a.output"]}"#.to_string()
+        &r#"tool echo {"text":"hi there\n","meta":[{"st":"success"},"keep $a.output"]}"#
+            .to_string()
     ));
-    assert!(calls.contains(&"capsule researcher@0.1.0 hi there\n".to_string()), "{calls:?}");
+    assert!(
+        calls.contains(&"capsule researcher@0.1.0 hi there\n".to_string()),
+        "{calls:?}"
+    );
     // The tool step's interpolated input is on its plan_step line.
-    let b = r.lines_of("plan_step").into_iter().find(|l| l["step_id"] == "b").unwrap();
-    assert_eq!(b["input"], json!({"text": "hi there\n", "meta": [{"st": "success"}, "keep $a.output"]}));
+    let b = r
+        .lines_of("plan_step")
+        .into_iter()
+        .find(|l| l["step_id"] == "b")
+        .unwrap();
+    assert_eq!(
+        b["input"],
+        json!({"text": "hi there\n", "meta": [{"st": "success"}, "keep $a.output"]})
+    );
 }
 
 #[tokio::test]
@@ -321,9 +381,33 @@ async fn references_that_cannot_be_read_fail_the_step() {
     )
     .await;
     let got = steps(&report);
-    assert_eq!(got[1], step("early", "failed", Value::Null, json!("reference '$a.output' is not ready")));
-    assert_eq!(got[3], step("home", "failed", Value::Null, json!("invalid reference '$HOME'")));
-    assert_eq!(got[4], step("empty", "failed", Value::Null, json!("reference '$f.output' has no output")));
+    assert_eq!(
+        got[1],
+        step(
+            "early",
+            "failed",
+            Value::Null,
+            json!("reference '$a.output' is not ready")
+        )
+    );
+    assert_eq!(
+        got[3],
+        step(
+            "home",
+            "failed",
+            Value::Null,
+            json!("invalid reference '$HOME'")
+        )
+    );
+    assert_eq!(
+        got[4],
+        step(
+            "empty",
+            "failed",
+            Value::Null,
+            json!("reference '$f.output' has no output")
+        )
+    );
     assert!(report.completed, "continue keeps the plan going");
 }
 
@@ -361,14 +445,22 @@ async fn on_error_fail_stops_skip_records_skipped_continue_goes_on() {
 #[tokio::test]
 async fn retries_rerun_a_failed_step_until_attempts_run_out() {
     let r = Recorder::flaky(2);
-    let report = run(&r, json!({"id": "p", "steps": [{"id": "x", "tool": "flaky", "retries": 2}]})).await;
+    let report = run(
+        &r,
+        json!({"id": "p", "steps": [{"id": "x", "tool": "flaky", "retries": 2}]}),
+    )
+    .await;
     assert!(report.completed);
     assert_eq!(report.data["steps"][0]["output"], "steady");
     assert_eq!(r.calls().len(), 3);
     assert_eq!(r.lines_of("plan_step")[0]["attempts"], 3);
 
     let r = Recorder::flaky(5);
-    let report = run(&r, json!({"id": "p", "steps": [{"id": "x", "tool": "flaky", "retries": 1}]})).await;
+    let report = run(
+        &r,
+        json!({"id": "p", "steps": [{"id": "x", "tool": "flaky", "retries": 1}]}),
+    )
+    .await;
     assert!(!report.completed);
     assert_eq!(report.data["steps"][0]["error"], "flaky: 4 failure(s) left");
     assert_eq!(r.calls().len(), 2);
@@ -411,8 +503,14 @@ async fn every_validation_rule_refuses_the_whole_plan_with_its_sentence() {
                    "steps": [{"step_id": step_id, "status": "failed", "output": null, "error": error}]}),
             "{error}"
         );
-        assert_eq!(report.summary, format!("Plan 'v': {n} steps, 0 succeeded, 1 failed, 0 skipped"));
-        assert!(r.calls().is_empty(), "nothing runs when a plan is refused: {error}");
+        assert_eq!(
+            report.summary,
+            format!("Plan 'v': {n} steps, 0 succeeded, 1 failed, 0 skipped")
+        );
+        assert!(
+            r.calls().is_empty(),
+            "nothing runs when a plan is refused: {error}"
+        );
         let kinds: Vec<String> = r.lines().into_iter().map(|l| l.0).collect();
         assert_eq!(kinds, ["plan_start", "plan_end"], "{error}");
         let end = &r.lines_of("plan_end")[0];
@@ -423,21 +521,34 @@ async fn every_validation_rule_refuses_the_whole_plan_with_its_sentence() {
 
 #[tokio::test]
 async fn input_without_a_plan_object_is_one_failed_plan_step() {
-    for input in [json!("plan"), json!({"plan": 3}), json!({"plan": {"id": "p"}})] {
+    for input in [
+        json!("plan"),
+        json!({"plan": 3}),
+        json!({"plan": {"id": "p"}}),
+    ] {
         let r = Recorder::new();
         let (_tx, rx) = watch::channel(false);
         let report = run_plan(&input, &ctx(), r.clone(), rx).await;
-        let error = report.data["steps"][0]["error"].as_str().unwrap().to_string();
+        let error = report.data["steps"][0]["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
         if input.get("plan").is_some_and(Value::is_object) {
             assert_eq!(error, "failed to parse plan JSON: missing field `steps`");
         } else {
             assert_eq!(error, NOT_A_PLAN);
         }
         assert_eq!(report.data["failed_step"], "plan");
-        assert_eq!(report.summary, "Plan '': 0 steps, 0 succeeded, 1 failed, 0 skipped");
+        assert_eq!(
+            report.summary,
+            "Plan '': 0 steps, 0 succeeded, 1 failed, 0 skipped"
+        );
         let lines = r.lines();
         assert_eq!(lines.len(), 1);
-        assert_eq!((lines[0].0.as_str(), lines[0].1.as_deref()), ("plan_end", Some("evt_call")));
+        assert_eq!(
+            (lines[0].0.as_str(), lines[0].1.as_deref()),
+            ("plan_end", Some("evt_call"))
+        );
     }
 }
 
@@ -454,7 +565,10 @@ async fn cancel_ends_running_steps_and_skips_the_rest() {
     let task = tokio::spawn(async move { run_plan(&plan, &ctx(), runner, rx).await });
     tokio::time::sleep(Duration::from_millis(50)).await;
     tx.send(true).unwrap();
-    let report = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(report.canceled && !report.completed);
     assert_eq!(
         steps(&report),
@@ -464,7 +578,10 @@ async fn cancel_ends_running_steps_and_skips_the_rest() {
             step("later", "skipped", Value::Null, json!("the task running this plan was cancelled before this step ran")),
         ]
     );
-    assert_eq!(report.summary, "Plan 'c' was cancelled: 3 steps, 1 succeeded, 1 failed, 1 skipped");
+    assert_eq!(
+        report.summary,
+        "Plan 'c' was cancelled: 3 steps, 1 succeeded, 1 failed, 1 skipped"
+    );
     let end = &r.lines_of("plan_end")[0];
     assert_eq!(end["outcome"], "canceled");
     assert_eq!(end["reason"], "the task running this plan was cancelled");
@@ -503,11 +620,17 @@ async fn a_mixed_plan_reports_exact_json_summary_and_trace() {
         r#"{"plan_id":"mixed","completed":true,"canceled":false,"failed_step":null,"steps":[{"step_id":"list","status":"success","output":"a.txt b.txt\n","error":null},{"step_id":"broken","status":"failed","output":null,"error":"exit code 1"},{"step_id":"optional","status":"skipped","output":null,"error":null},{"step_id":"read","status":"success","output":"{\"files\":\"a.txt b.txt\\n\"}","error":null},{"step_id":"ask","status":"success","output":"researcher@1.2.0: summarise","error":null}]}"#
     );
     assert!(report.completed && !report.canceled);
-    assert_eq!(report.summary, "Plan 'mixed': 5 steps, 3 succeeded, 1 failed, 1 skipped");
+    assert_eq!(
+        report.summary,
+        "Plan 'mixed': 5 steps, 3 succeeded, 1 failed, 1 skipped"
+    );
 
     let lines = r.lines();
     let (kind, parent, start) = &lines[0];
-    assert_eq!((kind.as_str(), parent.as_deref()), ("plan_start", Some("evt_call")));
+    assert_eq!(
+        (kind.as_str(), parent.as_deref()),
+        ("plan_start", Some("evt_call"))
+    );
     assert_eq!(
         start,
         &json!({"plan_id": "mixed", "step_count": 5, "steps": [
@@ -520,17 +643,23 @@ async fn a_mixed_plan_reports_exact_json_summary_and_trace() {
     );
     // Every other line hangs off plan_start.
     let plan_event = r.events.lock().unwrap()[0].event_id.clone();
-    assert!(lines[1..].iter().all(|l| l.1.as_deref() == Some(plan_event.as_str())));
+    assert!(lines[1..]
+        .iter()
+        .all(|l| l.1.as_deref() == Some(plan_event.as_str())));
     let kinds: Vec<&str> = lines.iter().map(|l| l.0.as_str()).collect();
     assert_eq!(
         kinds,
         [
             "plan_start",
-            "plan_step_start", "plan_step_start",
-            "plan_step", "plan_step",
+            "plan_step_start",
+            "plan_step_start",
             "plan_step",
-            "plan_step_start", "plan_step_start",
-            "plan_step", "plan_step",
+            "plan_step",
+            "plan_step",
+            "plan_step_start",
+            "plan_step_start",
+            "plan_step",
+            "plan_step",
             "plan_end",
         ]
     );
