@@ -104,6 +104,7 @@ impl StepRunner for Recorder {
                     output: "met".into(),
                 }
             }
+            "hang" => std::future::pending().await,
             "flaky" => {
                 let left = self.flaky_fails.load(Ordering::SeqCst);
                 if left > 0 {
@@ -164,6 +165,7 @@ fn ctx() -> PlanContext {
             "flaky",
             "slow",
             "meet",
+            "hang",
             "bash",
             "delegate-task",
         ]
@@ -680,5 +682,67 @@ async fn a_mixed_plan_reports_exact_json_summary_and_trace() {
         end,
         json!({"plan_id": "mixed", "outcome": "completed", "steps_total": 5,
                "steps_succeeded": 3, "steps_failed": 1, "steps_skipped": 1})
+    );
+}
+
+#[tokio::test]
+async fn cancel_tells_a_running_tool_call_from_one_still_waiting_its_turn() {
+    let r = Recorder::new();
+    let (tx, rx) = watch::channel(false);
+    let plan = json!({"plan": {"id": "c", "steps": [
+        {"id": "holding", "tool": "hang"},
+        {"id": "queued", "tool": "echo"},
+    ]}});
+    let runner: Arc<dyn StepRunner> = r.clone();
+    let task = tokio::spawn(async move { run_plan(&plan, &ctx(), runner, rx).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tx.send(true).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        steps(&report),
+        [
+            step("holding", "failed", Value::Null, json!("the task running this plan was cancelled; this step's tool call was ended with it")),
+            step("queued", "skipped", Value::Null, json!(CANCELLED_BEFORE)),
+        ]
+    );
+    assert_eq!(
+        r.calls(),
+        ["tool hang {}"],
+        "the queued call never reached the session"
+    );
+    let attempts: Vec<Value> = r
+        .lines_of("plan_step")
+        .iter()
+        .map(|l| l["attempts"].clone())
+        .collect();
+    assert_eq!(attempts, [json!(1), json!(0)]);
+}
+
+#[tokio::test]
+async fn a_stopping_failure_still_reports_the_rest_of_its_wave() {
+    let r = Recorder::new();
+    let report = run(
+        &r,
+        json!({"id": "p", "steps": [
+            {"id": "bad", "shell": "false"},
+            {"id": "good", "shell": "echo ran anyway"},
+            {"id": "next", "shell": "echo next", "depends_on": ["good"]},
+        ]}),
+    )
+    .await;
+    assert_eq!(report.data["failed_step"], "bad");
+    assert_eq!(
+        steps(&report),
+        [
+            step("bad", "failed", Value::Null, json!("exit code 1")),
+            step("good", "success", json!("ran anyway\n"), Value::Null),
+        ]
+    );
+    assert_eq!(
+        report.summary,
+        "Plan 'p': 3 steps, 1 succeeded, 1 failed, 0 skipped"
     );
 }
