@@ -11,6 +11,7 @@ pub mod dispatcher;
 pub mod fence;
 pub mod ids;
 pub mod model;
+pub mod plan;
 pub mod prompt;
 pub mod provided;
 pub mod registry;
