@@ -17,7 +17,7 @@ use crate::manifest::{self, BuiltinDriver, LoadedManifest, Manifest};
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// Runtime-provided tools this build runs (the rest of seed 000 are refused, not offered).
-pub const IMPLEMENTED_RUNTIME_TOOLS: [&str; 1] = ["delegate-task"];
+pub const IMPLEMENTED_RUNTIME_TOOLS: [&str; 2] = ["delegate-task", "submit-plan"];
 
 /// Where a session's files go, and who started it.
 #[derive(Clone, Debug)]

@@ -16,11 +16,14 @@ use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::Value;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::delegation::{ChildRequest, StartedChild};
+use crate::delegation::{ChildRequest, DelegationOutcome, StartedChild};
 use crate::fence;
 use crate::ids;
+use crate::plan::{run_plan, PlanContext};
+use crate::plan_steps::PlanSteps;
 use crate::provided::bare;
 use crate::session::SessionMsg;
 use crate::spec::{Grants, SessionPaths};
@@ -29,6 +32,7 @@ use crate::tool::{
     ExecRequest, ExecStatus, Executors, ShellFacts, ToolDecl, ToolExecutor, ToolKind, ToolOrigin,
     RUNTIME_TOOLS,
 };
+use crate::trace::TraceMsg;
 
 /// One call the Session wants run.
 #[derive(Clone, Debug)]
@@ -43,6 +47,8 @@ pub struct CallRequest {
     pub name: String,
     /// The model's input.
     pub input: Value,
+    /// The trace event the call hangs off (its turn's `inference` line).
+    pub parent_event: String,
 }
 
 /// Which trace line a call produces.
@@ -148,6 +154,12 @@ pub struct DispatcherArgs {
     pub depth: u32,
     /// The process Supervisor, which starts children; `None` refuses delegations.
     pub supervisor: Option<ActorRef<SupervisorMsg>>,
+    /// The session's trace writer (plan and plan-delegation lines).
+    pub trace: ActorRef<TraceMsg>,
+    /// The session's `session_start` event id.
+    pub session_event: String,
+    /// `lifecycle.delegation_deadline_secs`, for plan capsule steps that wait.
+    pub delegation_deadline: std::time::Duration,
     /// The session it answers.
     pub session: ActorRef<SessionMsg>,
     /// The held inventory.
@@ -163,17 +175,24 @@ pub struct DispatcherArgs {
 /// The per-session dispatch actor.
 pub struct Dispatcher;
 
-/// The Dispatcher's state.
-pub struct DispatcherState {
-    session_id: String,
-    depth: u32,
-    supervisor: Option<ActorRef<SupervisorMsg>>,
-    session: ActorRef<SessionMsg>,
+/// What a call can be routed to: the held tools, the grants and the executors. Shared with a
+/// running plan, whose steps route through the same table.
+pub struct ToolTable {
     tools: HashMap<String, Arc<ToolDecl>>,
     grants: Grants,
     executors: Executors,
     paths: SessionPaths,
+}
+
+/// The Dispatcher's state.
+pub struct DispatcherState {
+    table: Arc<ToolTable>,
+    delegation: DelegateCtx,
+    trace: ActorRef<TraceMsg>,
+    session_event: String,
+    session: ActorRef<SessionMsg>,
     running: Option<JoinHandle<()>>,
+    plan_cancel: Option<watch::Sender<bool>>,
 }
 
 /// Where a call goes.
@@ -187,7 +206,17 @@ pub enum Route {
     Refuse(String),
 }
 
-impl DispatcherState {
+impl ToolTable {
+    /// The session's folders.
+    pub fn paths(&self) -> &SessionPaths {
+        &self.paths
+    }
+
+    /// The session's grants.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
     /// Decide where `name` goes, in precedence order.
     pub fn route(&self, name: &str) -> Route {
         if let Some(rt) = RUNTIME_TOOLS.iter().find(|t| **t == name) {
@@ -230,7 +259,7 @@ impl DispatcherState {
     }
 
     /// The answer of a runtime-provided tool whose grant is absent, or `None` when granted.
-    fn runtime_refusal(&self, tool: &str, input: &Value) -> Option<String> {
+    pub fn runtime_refusal(&self, tool: &str, input: &Value) -> Option<String> {
         let artifact = input
             .get("artifact")
             .and_then(Value::as_str)
@@ -260,7 +289,8 @@ impl DispatcherState {
         Some(missing)
     }
 
-    fn executor(&self, kind: &ToolKind) -> Arc<dyn ToolExecutor> {
+    /// The executor for a kind of tool.
+    pub fn executor(&self, kind: &ToolKind) -> Arc<dyn ToolExecutor> {
         match kind {
             ToolKind::Shell { .. } => self.executors.shell.clone(),
             ToolKind::Skill { .. } => self.executors.skill.clone(),
@@ -302,20 +332,33 @@ impl Actor for Dispatcher {
         _myself: ActorRef<Self::Msg>,
         args: DispatcherArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(DispatcherState {
+        let delegation = DelegateCtx {
             session_id: args.session_id,
             depth: args.depth,
             supervisor: args.supervisor,
+            session: args.session.clone(),
+            spawn_allow: args.grants.spawn_allow.clone(),
+            parent_grants: args.grants.clone(),
+            records_dir: args.paths.records_dir.clone(),
+            deadline: args.delegation_deadline,
+        };
+        Ok(DispatcherState {
+            table: Arc::new(ToolTable {
+                tools: args
+                    .tools
+                    .into_iter()
+                    .map(|t| (t.name.clone(), Arc::new(t)))
+                    .collect(),
+                grants: args.grants,
+                executors: args.executors,
+                paths: args.paths,
+            }),
+            delegation,
+            trace: args.trace,
+            session_event: args.session_event,
             session: args.session,
-            tools: args
-                .tools
-                .into_iter()
-                .map(|t| (t.name.clone(), Arc::new(t)))
-                .collect(),
-            grants: args.grants,
-            executors: args.executors,
-            paths: args.paths,
             running: None,
+            plan_cancel: None,
         })
     }
 
@@ -327,7 +370,10 @@ impl Actor for Dispatcher {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             DispatcherMsg::CancelAll => {
-                if let Some(h) = state.running.take() {
+                if let Some(tx) = state.plan_cancel.take() {
+                    // A plan winds down itself (its plan_end says why).
+                    let _ = tx.send(true);
+                } else if let Some(h) = state.running.take() {
                     h.abort();
                 }
             }
@@ -340,7 +386,7 @@ impl Actor for Dispatcher {
                     duration_ms: started.elapsed().as_millis() as u64,
                     effect: None,
                 };
-                let (tool, kind) = match state.route(&request.name) {
+                let (tool, kind) = match state.table.route(&request.name) {
                     Route::Refuse(text) => {
                         let d = refuse(CallKind::Tool, text, request);
                         let _ = state
@@ -349,7 +395,7 @@ impl Actor for Dispatcher {
                         return Ok(());
                     }
                     Route::Runtime(name) => {
-                        if let Some(text) = state.runtime_refusal(name, &request.input) {
+                        if let Some(text) = state.table.runtime_refusal(name, &request.input) {
                             let d = refuse(CallKind::Tool, text, request);
                             let _ = state
                                 .session
@@ -357,15 +403,7 @@ impl Actor for Dispatcher {
                             return Ok(());
                         }
                         if name == "delegate-task" {
-                            let ctx = DelegateCtx {
-                                session_id: state.session_id.clone(),
-                                depth: state.depth,
-                                supervisor: state.supervisor.clone(),
-                                session: state.session.clone(),
-                                spawn_allow: state.grants.spawn_allow.clone(),
-                                parent_grants: state.grants.clone(),
-                                records_dir: state.paths.records_dir.clone(),
-                            };
+                            let ctx = state.delegation.clone();
                             let session = state.session.clone();
                             state.running = Some(tokio::spawn(async move {
                                 let (result, effect) = delegate(&ctx, &request.input).await;
@@ -375,6 +413,51 @@ impl Actor for Dispatcher {
                                     result,
                                     duration_ms: started.elapsed().as_millis() as u64,
                                     effect,
+                                };
+                                let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
+                            }));
+                            return Ok(());
+                        }
+                        if name == "submit-plan" {
+                            let (tx, rx) = watch::channel(false);
+                            state.plan_cancel = Some(tx);
+                            let table = state.table.clone();
+                            let ctx = PlanContext {
+                                tools: table.tools.keys().cloned().collect(),
+                                shell_allow: table.grants.shell_allow.clone(),
+                                capsules: table
+                                    .grants
+                                    .spawn_allow
+                                    .iter()
+                                    .map(|c| bare(c).to_string())
+                                    .collect(),
+                                parent_event: request.parent_event.clone(),
+                            };
+                            let runner = Arc::new(PlanSteps {
+                                table,
+                                delegation: state.delegation.clone(),
+                                trace: state.trace.clone(),
+                                session_event: state.session_event.clone(),
+                            });
+                            let session = state.session.clone();
+                            state.running = Some(tokio::spawn(async move {
+                                let report = run_plan(&request.input, &ctx, runner, rx).await;
+                                let text = report.text();
+                                let d = Dispatched {
+                                    request,
+                                    kind: CallKind::Tool,
+                                    result: CallResult::Ran {
+                                        status: if report.completed {
+                                            ExecStatus::Passed
+                                        } else {
+                                            ExecStatus::Failed
+                                        },
+                                        output_bytes: text.len() as u64,
+                                        text: fence::fence("tool:submit-plan", &text),
+                                        shell: None,
+                                    },
+                                    duration_ms: started.elapsed().as_millis() as u64,
+                                    effect: None,
                                 };
                                 let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
                             }));
@@ -396,12 +479,12 @@ impl Actor for Dispatcher {
                         .send_message(SessionMsg::ToolDone(Box::new(d)));
                     return Ok(());
                 }
-                let executor = state.executor(&tool.kind);
+                let executor = state.table.executor(&tool.kind);
                 let exec = ExecRequest {
                     tool: tool.clone(),
                     input: request.input.clone(),
-                    workdir: state.paths.workdir.clone(),
-                    records_dir: state.paths.records_dir.clone(),
+                    workdir: state.table.paths.workdir.clone(),
+                    records_dir: state.table.paths.records_dir.clone(),
                 };
                 let session = state.session.clone();
                 state.running = Some(tokio::spawn(async move {
@@ -455,8 +538,9 @@ impl Actor for Dispatcher {
     }
 }
 
-/// What `delegate-task` needs to know about the delegating session.
-struct DelegateCtx {
+/// What a delegation needs to know about the delegating session.
+#[derive(Clone)]
+pub struct DelegateCtx {
     session_id: String,
     depth: u32,
     supervisor: Option<ActorRef<SupervisorMsg>>,
@@ -464,6 +548,76 @@ struct DelegateCtx {
     spawn_allow: Vec<String>,
     parent_grants: Grants,
     records_dir: std::path::PathBuf,
+    deadline: std::time::Duration,
+}
+
+impl DelegateCtx {
+    /// The full name `spawn.allow` grants for a bare (or full) capsule name.
+    pub fn full_name(&self, capsule: &str) -> Option<&str> {
+        self.spawn_allow
+            .iter()
+            .find(|f| bare(f) == capsule || f.as_str() == capsule)
+            .map(String::as_str)
+    }
+
+    /// How long a waiting plan step gives a child.
+    pub fn deadline(&self) -> std::time::Duration {
+        self.deadline
+    }
+
+    /// Ask the Supervisor for a child of this session. With `waiter`, the child's outcome goes
+    /// there (a plan step waiting for it) instead of to the session.
+    pub async fn start(
+        &self,
+        full: &str,
+        version: &str,
+        task: &str,
+        waiter: Option<oneshot::Sender<DelegationOutcome>>,
+    ) -> Result<StartedChild, String> {
+        let Some(supervisor) = &self.supervisor else {
+            return Err("delegation is not available in this process".into());
+        };
+        let session_id = ids::session_id();
+        let records = self.records_dir.join("children").join(&session_id);
+        let request = ChildRequest {
+            capsule: full.to_string(),
+            version: version.to_string(),
+            task: task.to_string(),
+            session_id,
+            delegation_id: ids::mint("dlg_"),
+            parent_session_id: self.session_id.clone(),
+            parent_grants: self.parent_grants.clone(),
+            paths: SessionPaths {
+                workdir: records.clone(),
+                records_dir: records,
+            },
+            depth: self.depth + 1,
+        };
+        let answer = ractor::call!(supervisor, |reply| SupervisorMsg::SpawnChild {
+            request: Box::new(request),
+            parent: self.session.clone(),
+            waiter,
+            reply
+        });
+        match answer {
+            Ok(r) => r,
+            Err(e) => Err(format!("the runtime did not answer: {e}")),
+        }
+    }
+
+    /// Tell the Supervisor a child is gone without a report (a crash seen by a waiting step).
+    pub fn forget(&self, session_id: &str) {
+        if let Some(sup) = &self.supervisor {
+            let _ = sup.send_message(SupervisorMsg::ChildGone {
+                session_id: session_id.to_string(),
+            });
+        }
+    }
+
+    /// The names this session may delegate to, bare.
+    pub fn bare_names(&self) -> Vec<&str> {
+        self.spawn_allow.iter().map(|f| bare(f)).collect()
+    }
 }
 
 fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
@@ -506,53 +660,21 @@ async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, Option<Effec
             return refused(e, asked_capsule.into())
         }
     };
-    let Some(full) = ctx
-        .spawn_allow
-        .iter()
-        .find(|f| bare(f) == capsule || f.as_str() == capsule)
-    else {
-        let names: Vec<&str> = ctx.spawn_allow.iter().map(|f| bare(f)).collect();
+    let Some(full) = ctx.full_name(capsule).map(str::to_string) else {
         return refused(
             format!(
                 "'{capsule}' is not in capabilities.spawn.allow; this capsule may delegate to: {}",
-                names.join(", ")
+                ctx.bare_names().join(", ")
             ),
             capsule.into(),
         );
     };
-    let Some(supervisor) = &ctx.supervisor else {
-        return refused(
-            "delegation is not available in this process".into(),
-            full.clone(),
-        );
-    };
-    let session_id = ids::session_id();
-    let records = ctx.records_dir.join("children").join(&session_id);
-    let request = ChildRequest {
-        capsule: full.clone(),
-        version: version.to_string(),
-        task: task.to_string(),
-        session_id,
-        delegation_id: ids::mint("dlg_"),
-        parent_session_id: ctx.session_id.clone(),
-        parent_grants: ctx.parent_grants.clone(),
-        paths: SessionPaths {
-            workdir: records.clone(),
-            records_dir: records,
-        },
-        depth: ctx.depth + 1,
-    };
-    let answer = ractor::call!(supervisor, |reply| SupervisorMsg::SpawnChild {
-        request: Box::new(request),
-        parent: ctx.session.clone(),
-        reply
-    });
-    match answer {
-        Ok(Ok(started)) => {
+    match ctx.start(&full, version, task, None).await {
+        Ok(started) => {
             let data = serde_json::json!({
                 "delegation_id": started.delegation_id,
                 "session_id": started.session_id,
-                "capsule": bare(full),
+                "capsule": bare(&full),
                 "version": version,
                 "status": "started",
                 "child_workdir": started.workdir.display().to_string(),
@@ -566,12 +688,11 @@ async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, Option<Effec
                 },
                 Some(Effect::DelegationStarted {
                     started,
-                    capsule: full.clone(),
+                    capsule: full,
                     version: version.to_string(),
                 }),
             )
         }
-        Ok(Err(reason)) => refused(reason, full.clone()),
-        Err(e) => refused(format!("the runtime did not answer: {e}"), full.clone()),
+        Err(reason) => refused(reason, full),
     }
 }

@@ -12,6 +12,7 @@ pub mod fence;
 pub mod ids;
 pub mod model;
 pub mod plan;
+pub mod plan_steps;
 pub mod prompt;
 pub mod provided;
 pub mod registry;

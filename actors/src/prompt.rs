@@ -48,3 +48,90 @@ pub fn system_prompt(spec: &SessionSpec) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{InferError, InferReply, InferRequest, ModelDriver, RetrySink};
+    use crate::spec::{Capture, Grants, SessionPaths};
+    use crate::tool::{ExecRequest, ExecResult, Executors, ToolExecutor};
+    use std::sync::Arc;
+
+    struct Nothing;
+    #[async_trait::async_trait]
+    impl ModelDriver for Nothing {
+        fn name(&self) -> &str {
+            "none"
+        }
+        async fn infer(
+            &self,
+            _: &InferRequest,
+            _: &dyn RetrySink,
+        ) -> Result<InferReply, InferError> {
+            unreachable!("prompt tests never call the model")
+        }
+    }
+    #[async_trait::async_trait]
+    impl ToolExecutor for Nothing {
+        async fn execute(&self, _: ExecRequest) -> ExecResult {
+            unreachable!("prompt tests never run tools")
+        }
+    }
+
+    fn spec(grants: Grants, operator: Option<&str>) -> SessionSpec {
+        let n = Arc::new(Nothing);
+        SessionSpec {
+            session_id: "ses_x".into(),
+            capsule_name: "cap".into(),
+            capsule_version: "1.2.3".into(),
+            model: "m".into(),
+            driver: n.clone(),
+            max_turns: Some(7),
+            max_tokens: 10,
+            operator_prompt: operator.map(str::to_string),
+            system_prompt_source: "manifest",
+            tools: vec![],
+            grants,
+            task: "t".into(),
+            paths: SessionPaths {
+                workdir: "/w".into(),
+                records_dir: "/r".into(),
+            },
+            executors: Executors {
+                shell: n.clone(),
+                native: n.clone(),
+                skill: n,
+            },
+            capture: Capture::Meta,
+            tool_refresh: "compaction".into(),
+            spawned_by: None,
+            depth: 0,
+            delegation_deadline: std::time::Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn names_the_capsule_and_limits_and_ends_with_the_operator_prompt() {
+        let p = system_prompt(&spec(Grants::default(), Some("Be brief.")));
+        assert!(p.starts_with("[Capsule]\nName: cap\nVersion: 1.2.3\n"));
+        assert!(p.contains("Limits: 7 turns per task\n"));
+        assert!(p.contains("Network allowlist: none\n"));
+        assert!(p.contains(UNTRUSTED_NOTICE));
+        assert!(p.ends_with("\n\nBe brief."));
+        assert!(!p.contains("submit-plan"));
+    }
+
+    #[test]
+    fn plan_guidance_is_there_exactly_when_submit_plan_exists() {
+        let with = system_prompt(&spec(
+            Grants {
+                plan_submit: true,
+                ..Grants::default()
+            },
+            None,
+        ));
+        assert!(with.contains(PLAN_GUIDANCE));
+        let without = system_prompt(&spec(Grants::default(), None));
+        assert!(!without.contains(PLAN_GUIDANCE));
+    }
+}

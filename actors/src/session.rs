@@ -380,6 +380,7 @@ impl SessionState {
                         id,
                         name,
                         input,
+                        parent_event: self.turn_event.clone(),
                     });
                 }
                 self.dispatch_next(myself);
@@ -833,24 +834,6 @@ impl Actor for Session {
         )
         .await
         .map_err(|e| format!("cannot start the trace writer: {e}"))?;
-        let (dispatcher, _) = Actor::spawn_linked(
-            None,
-            Dispatcher,
-            DispatcherArgs {
-                session_id: spec.session_id.clone(),
-                depth: spec.depth,
-                supervisor: args.supervisor.clone(),
-                session: myself.clone(),
-                tools: spec.tools.clone(),
-                grants: spec.grants.clone(),
-                executors: spec.executors.clone(),
-                paths: spec.paths.clone(),
-            },
-            myself.get_cell(),
-        )
-        .await
-        .map_err(|e| format!("cannot start the dispatcher: {e}"))?;
-
         let system: Arc<str> = prompt::system_prompt(&spec).into();
         let tools: Vec<ToolSpec> = spec.tools.iter().map(|t| t.spec()).collect();
         let tools_json = serde_json::to_vec(&tools).unwrap_or_default();
@@ -907,6 +890,26 @@ impl Actor for Session {
             .with("message_parts_bytes", spec.task.len());
         let task_event = task.event_id.clone();
         let _ = trace.send_message(TraceMsg::Append(task));
+        let (dispatcher, _) = Actor::spawn_linked(
+            None,
+            Dispatcher,
+            DispatcherArgs {
+                session_id: spec.session_id.clone(),
+                depth: spec.depth,
+                supervisor: args.supervisor.clone(),
+                trace: trace.clone(),
+                session_event: session_event.clone(),
+                delegation_deadline: spec.delegation_deadline,
+                session: myself.clone(),
+                tools: spec.tools.clone(),
+                grants: spec.grants.clone(),
+                executors: spec.executors.clone(),
+                paths: spec.paths.clone(),
+            },
+            myself.get_cell(),
+        )
+        .await
+        .map_err(|e| format!("cannot start the dispatcher: {e}"))?;
 
         let first = Message::user_text(spec.task.clone());
         let payload_bytes = system.len()

@@ -83,6 +83,8 @@ pub enum SupervisorMsg {
         request: Box<ChildRequest>,
         /// The delegating session (the child's supervisor in the tree, and its outcome's target).
         parent: ActorRef<SessionMsg>,
+        /// Where the outcome goes instead, when a plan step waits for it.
+        waiter: Option<oneshot::Sender<DelegationOutcome>>,
         /// Answers once the child holds its task, or with the refusal sentence.
         reply: RpcReplyPort<Result<StartedChild, String>>,
     },
@@ -225,6 +227,7 @@ impl Actor for Supervisor {
             SupervisorMsg::SpawnChild {
                 request,
                 parent,
+                waiter,
                 reply,
             } => {
                 let refusal = check_bounds(state, &request);
@@ -252,6 +255,7 @@ impl Actor for Supervisor {
                     resolver,
                     *request,
                     parent,
+                    waiter,
                     reply,
                 ));
             }
@@ -326,6 +330,7 @@ async fn start_child(
     resolver: Arc<dyn CapsuleResolver>,
     request: ChildRequest,
     parent: ActorRef<SessionMsg>,
+    waiter: Option<oneshot::Sender<DelegationOutcome>>,
     reply: RpcReplyPort<Result<StartedChild, String>>,
 ) {
     let gone = |sup: &ActorRef<SupervisorMsg>| {
@@ -365,7 +370,14 @@ async fn start_child(
             child_workdir: paths.workdir.clone(),
             child_records_dir: paths.records_dir.clone(),
         };
-        let _ = to_parent.send_message(SessionMsg::ChildOutcome(Box::new(outcome)));
+        match waiter {
+            Some(w) => {
+                let _ = w.send(outcome);
+            }
+            None => {
+                let _ = to_parent.send_message(SessionMsg::ChildOutcome(Box::new(outcome)));
+            }
+        }
         let _ = sup.send_message(SupervisorMsg::Ended(Box::new(r)));
     });
     let args = SessionArgs {

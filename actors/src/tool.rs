@@ -153,12 +153,37 @@ pub struct ExecOutput {
 /// The result of one execution: output, or the runtime's own refusal/failure text (unfenced).
 pub type ExecResult = Result<ExecOutput, String>;
 
+/// What a command run from an argv (a plan's shell step) produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgvRun {
+    /// Exit code (`-1` when killed).
+    pub exit_code: i32,
+    /// Stdout (capped, lossy).
+    pub stdout: String,
+    /// Stderr (capped, lossy).
+    pub stderr: String,
+}
+
 /// Runs one kind of tool. Implementations must be cancel-safe: a canceled call drops the future,
 /// and any subprocess must die with it.
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
     /// Run one call.
     async fn execute(&self, request: ExecRequest) -> ExecResult;
+
+    /// Run `argv` directly in `workdir` (plan shell steps). Only shell executors support it.
+    async fn run_argv(
+        &self,
+        argv: Vec<String>,
+        workdir: PathBuf,
+        records_dir: PathBuf,
+    ) -> Result<ArgvRun, String> {
+        let _ = (workdir, records_dir);
+        Err(format!(
+            "'{}' cannot run as a plan shell step",
+            argv.first().map(String::as_str).unwrap_or("")
+        ))
+    }
 }
 
 /// The executors a session dispatches to, one per kind of tool.

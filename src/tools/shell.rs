@@ -5,6 +5,7 @@
 //! folder, stdin is empty, and a non-zero exit code is data for the model, not an error. Only a
 //! failure to start (binary missing, bad quoting) is a tool error. The process runs in its own
 //! process group and the whole group is killed when the call is canceled or passes its deadline.
+//! Plan shell steps come in as an argv and run the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mur_actors::provided::INTERPRETERS;
 use mur_actors::tool::{
-    ExecOutput, ExecRequest, ExecResult, ExecStatus, ShellFacts, ToolExecutor, ToolKind,
+    ArgvRun, ExecOutput, ExecRequest, ExecResult, ExecStatus, ShellFacts, ToolExecutor, ToolKind,
 };
 use serde_json::Value;
 
@@ -41,14 +42,84 @@ fn is_executable(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
+fn not_installed(binary: &str) -> String {
+    format!(
+        "binary '{binary}' is not installed on this machine (not found on PATH): capabilities.shell.allow grants it, but it cannot run; install it or remove it from the allow list"
+    )
+}
+
+/// What one finished (or killed) command left.
+struct Finished {
+    out: Captured,
+    err: Captured,
+    code: i32,
+    /// Set when the deadline killed it.
+    killed_after: Option<u64>,
+}
+
+impl ShellExecutor {
+    /// Start `program args…` in `workdir` and wait for it, capturing both streams.
+    async fn spawn(
+        &self,
+        program: &Path,
+        args: &[String],
+        workdir: &Path,
+        records_dir: &Path,
+    ) -> Result<Finished, String> {
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .current_dir(workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "shell execution failed: cannot start {}: {e}",
+                    program.display()
+                )
+            })?;
+        let _group = GroupGuard::new(child.id());
+        let stamp = mur_actors::ids::mint("");
+        let logs = records_dir.join("logs");
+        let stdout = capture(
+            child.stdout.take().expect("piped stdout"),
+            logs.join(format!("shell-{stamp}.stdout")),
+        );
+        let stderr = capture(
+            child.stderr.take().expect("piped stderr"),
+            logs.join(format!("shell-{stamp}.stderr")),
+        );
+        let run = async { tokio::join!(stdout, stderr, child.wait()) };
+        Ok(match tokio::time::timeout(self.deadline, run).await {
+            Ok((out, err, status)) => Finished {
+                out,
+                err,
+                code: status.ok().and_then(|s| s.code()).unwrap_or(-1),
+                killed_after: None,
+            },
+            Err(_) => Finished {
+                out: Captured::default(),
+                err: Captured::default(),
+                code: -1,
+                killed_after: Some(self.deadline.as_secs()),
+            },
+        })
+    }
+}
+
 /// Build the `Stdout:`/`Stderr:` result text.
-fn render(display: &str, code: i32, out: &Captured, err: &Captured, killed: Option<u64>) -> String {
+fn render(display: &str, f: &Finished) -> String {
+    let (out, err) = (&f.out, &f.err);
     let mut text = format!(
-        "$ {display}\nExit code: {code}\nStdout:\n{}\nStderr:\n{}",
+        "$ {display}\nExit code: {}\nStdout:\n{}\nStderr:\n{}",
+        f.code,
         out.text(),
         err.text()
     );
-    if let Some(secs) = killed {
+    if let Some(secs) = f.killed_after {
         text.push_str(&format!(
             "\n\nThe command was still running after {secs} s and was killed."
         ));
@@ -80,13 +151,8 @@ impl ToolExecutor for ShellExecutor {
             Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
             _ => return Err("shell tool input must include a non-empty 'command' string".into()),
         };
-        let Some(resolved) = which(binary) else {
-            return Err(format!(
-                "binary '{binary}' is not installed on this machine (not found on PATH): capabilities.shell.allow grants it, but it cannot run; install it or remove it from the allow list"
-            ));
-        };
-        let interpreter = INTERPRETERS.contains(&binary.as_str());
-        let (args, display) = if interpreter {
+        let resolved = which(binary).ok_or_else(|| not_installed(binary))?;
+        let (args, display) = if INTERPRETERS.contains(&binary.as_str()) {
             (vec!["-c".to_string(), command.clone()], command.clone())
         } else {
             match shlex::split(&command) {
@@ -98,59 +164,38 @@ impl ToolExecutor for ShellExecutor {
                 }
             }
         };
-        let mut cmd = tokio::process::Command::new(&resolved);
-        cmd.args(&args)
-            .current_dir(&request.workdir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
-            format!(
-                "shell execution failed: cannot start {}: {e}",
-                resolved.display()
-            )
-        })?;
-        let _group = GroupGuard::new(child.id());
-        let stamp = mur_actors::ids::mint("");
-        let logs = request.records_dir.join("logs");
-        let stdout = capture(
-            child.stdout.take().expect("piped stdout"),
-            logs.join(format!("shell-{stamp}.stdout")),
-        );
-        let stderr = capture(
-            child.stderr.take().expect("piped stderr"),
-            logs.join(format!("shell-{stamp}.stderr")),
-        );
-        let run = async {
-            let (out, err, status) = tokio::join!(stdout, stderr, child.wait());
-            (out, err, status)
-        };
-        let (out, err, code, killed) = match tokio::time::timeout(self.deadline, run).await {
-            Ok((out, err, status)) => {
-                let code = status.ok().and_then(|s| s.code()).unwrap_or(-1);
-                (out, err, code, None)
-            }
-            Err(_) => (
-                Captured::default(),
-                Captured::default(),
-                -1,
-                Some(self.deadline.as_secs()),
-            ),
-        };
-        let text = render(&display, code, &out, &err, killed);
+        let f = self
+            .spawn(&resolved, &args, &request.workdir, &request.records_dir)
+            .await?;
         Ok(ExecOutput {
             status: ExecStatus::Passed,
-            text,
+            text: render(&display, &f),
             note: None,
             shell: Some(ShellFacts {
                 binary: resolved.display().to_string(),
                 command,
-                exit_code: code,
-                stdout_bytes: out.total,
-                stderr_bytes: err.total,
+                exit_code: f.code,
+                stdout_bytes: f.out.total,
+                stderr_bytes: f.err.total,
             }),
+        })
+    }
+
+    async fn run_argv(
+        &self,
+        argv: Vec<String>,
+        workdir: PathBuf,
+        records_dir: PathBuf,
+    ) -> Result<ArgvRun, String> {
+        let Some((binary, args)) = argv.split_first() else {
+            return Err("shell command is empty".into());
+        };
+        let resolved = which(binary).ok_or_else(|| not_installed(binary))?;
+        let f = self.spawn(&resolved, args, &workdir, &records_dir).await?;
+        Ok(ArgvRun {
+            exit_code: f.code,
+            stdout: f.out.text(),
+            stderr: f.err.text(),
         })
     }
 }
