@@ -140,6 +140,14 @@ pub fn session_spec(
     task: String,
     place: Placement,
 ) -> Result<SessionSpec, Diagnostic> {
+    check_launchable(loaded)?;
+    let driver = driver(loaded)?;
+    session_spec_with(loaded, driver, task, place)
+}
+
+/// What stops a valid manifest from starting here: a transport or driver `mur` does not run, or
+/// declared artifacts that are not installed.
+pub fn check_launchable(loaded: &LoadedManifest) -> Result<(), Diagnostic> {
     let m = &loaded.manifest;
     if let Some(problem) = m.launch_problems().into_iter().next() {
         return Err(problem);
@@ -155,8 +163,26 @@ pub fn session_spec(
         )
         .with_hint("run `mur install` to install all manifest dependencies"));
     }
-    let driver = driver(loaded)?;
-    let inference = m.inference.as_ref().expect("driver() checked inference");
+    Ok(())
+}
+
+/// [`session_spec`] with a driver already built (delegations reuse one per capsule).
+pub fn session_spec_with(
+    loaded: &LoadedManifest,
+    driver: Arc<dyn ModelDriver>,
+    task: String,
+    place: Placement,
+) -> Result<SessionSpec, Diagnostic> {
+    let m = &loaded.manifest;
+    let Some(inference) = m.inference.as_ref() else {
+        return Err(Diagnostic::error(
+            "E-MAN-003",
+            format!(
+                "{}: invalid inference config for 'inference': a capsule needs an inference block to run",
+                loaded.path.display()
+            ),
+        ));
+    };
     let (operator_prompt, source) = system_prompt(loaded)?;
     let grants = grants(m);
     let tools = provided::provided_tools(&grants, &IMPLEMENTED_RUNTIME_TOOLS);

@@ -4,6 +4,7 @@
 //! to the outside world: the manifest, drivers, tool executors, stores and the trace readers.
 
 pub mod capsule;
+pub mod children;
 pub mod diagnostic;
 pub mod door;
 pub mod drivers;

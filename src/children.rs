@@ -1,0 +1,143 @@
+//! Resolving delegated capsules: full name + exact version → a runnable child spec.
+//!
+//! A child capsule comes from the stores like any artifact (`mur build` packs a capsule folder,
+//! `mur install` files it). The resolver loads each capsule's manifest and builds its driver once
+//! and reuses them for every later delegation to it, so thousands of children of one capsule
+//! cost one parse. A child whose manifest grants more than its parent is refused, naming the
+//! manifest key: a sub-capsule's grants never exceed its parent's.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mur_actors::delegation::{CapsuleResolver, ChildRequest};
+use mur_actors::model::ModelDriver;
+use mur_actors::spec::{Grants, SessionSpec, SpawnedBy};
+
+use crate::capsule::{self, Placement};
+use crate::manifest::{self, LoadedManifest};
+
+/// Finds the folder holding a capsule's extracted manifest.
+pub type Locator = dyn Fn(&str, &str) -> Result<PathBuf, String> + Send + Sync;
+
+/// A resolver over stores (or any [`Locator`]) with a per-capsule cache.
+pub struct ManifestResolver {
+    locate: Box<Locator>,
+    cache: Mutex<HashMap<(String, String), Arc<(LoadedManifest, Arc<dyn ModelDriver>)>>>,
+}
+
+impl ManifestResolver {
+    /// A resolver that finds capsules with `locate(full name, version)`.
+    pub fn new(locate: Box<Locator>) -> Self {
+        ManifestResolver {
+            locate,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn load(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<Arc<(LoadedManifest, Arc<dyn ModelDriver>)>, String> {
+        let key = (name.to_string(), version.to_string());
+        if let Some(hit) = self.cache.lock().expect("resolver cache").get(&key) {
+            return Ok(hit.clone());
+        }
+        let dir = (self.locate)(name, version)?;
+        let loaded = manifest::load(&dir.join(manifest::MANIFEST_FILE)).map_err(|diags| {
+            let first = diags.first().map(|d| d.message.clone()).unwrap_or_default();
+            format!("the sub-capsule '{name}@{version}' has an invalid manifest: {first}")
+        })?;
+        capsule::check_launchable(&loaded)
+            .map_err(|d| format!("the sub-capsule '{name}@{version}' cannot run: {}", d.message))?;
+        let driver = capsule::driver(&loaded)
+            .map_err(|d| format!("the sub-capsule '{name}@{version}' cannot run: {}", d.message))?;
+        let entry = Arc::new((loaded, driver));
+        self.cache
+            .lock()
+            .expect("resolver cache")
+            .insert(key, entry.clone());
+        Ok(entry)
+    }
+}
+
+/// The first grant `child` holds that `parent` does not, as a sentence naming the manifest key.
+pub fn exceeds(child: &Grants, parent: &Grants) -> Option<String> {
+    let lists: [(&str, &Vec<String>, &Vec<String>); 4] = [
+        ("capabilities.shell.allow", &child.shell_allow, &parent.shell_allow),
+        ("capabilities.network.allow", &child.network_allow, &parent.network_allow),
+        ("capabilities.peer_fetch.allow", &child.peer_fetch_allow, &parent.peer_fetch_allow),
+        ("capabilities.spawn.allow", &child.spawn_allow, &parent.spawn_allow),
+    ];
+    for (key, c, p) in lists {
+        if let Some(extra) = c.iter().find(|e| !p.contains(e)) {
+            return Some(format!("{key} entry '{extra}'"));
+        }
+    }
+    if child.plan_submit && !parent.plan_submit {
+        return Some("capabilities.plan.submit: true".into());
+    }
+    if child.install && !parent.install {
+        return Some("capabilities.install".into());
+    }
+    None
+}
+
+#[async_trait]
+impl CapsuleResolver for ManifestResolver {
+    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
+        let entry = self.load(&r.capsule, &r.version)?;
+        let (loaded, driver) = (&entry.0, entry.1.clone());
+        let child_grants = capsule::grants(&loaded.manifest);
+        if let Some(what) = exceeds(&child_grants, &r.parent_grants) {
+            return Err(format!(
+                "delegation refused: the sub-capsule '{}@{}' declares {what}, which its parent does not hold; a sub-capsule's grants never exceed its parent's",
+                r.capsule, r.version
+            ));
+        }
+        let place = Placement {
+            session_id: r.session_id.clone(),
+            paths: r.paths.clone(),
+            depth: r.depth,
+            spawned_by: Some(SpawnedBy {
+                parent_session_id: r.parent_session_id.clone(),
+                delegation_id: r.delegation_id.clone(),
+            }),
+        };
+        capsule::session_spec_with(loaded, driver, r.task.clone(), place)
+            .map_err(|d| format!("the sub-capsule '{}@{}' cannot run: {}", r.capsule, r.version, d.message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_may_not_hold_what_its_parent_does_not() {
+        let parent = Grants {
+            shell_allow: vec!["git".into()],
+            ..Grants::default()
+        };
+        let mut child = Grants {
+            shell_allow: vec!["git".into()],
+            ..Grants::default()
+        };
+        assert_eq!(exceeds(&child, &parent), None);
+        child.shell_allow.push("curl".into());
+        assert_eq!(
+            exceeds(&child, &parent).as_deref(),
+            Some("capabilities.shell.allow entry 'curl'")
+        );
+        let child = Grants {
+            plan_submit: true,
+            ..Grants::default()
+        };
+        assert_eq!(
+            exceeds(&child, &parent).as_deref(),
+            Some("capabilities.plan.submit: true")
+        );
+    }
+}
