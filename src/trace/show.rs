@@ -134,6 +134,9 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
             ));
         }
         let _ = writeln!(w, "{line}");
+        for note in &turn.before {
+            let _ = writeln!(w, "    · {note}");
+        }
         for call in &turn.calls {
             let _ = writeln!(w, "    {}", call_row(call, st));
             if let Some(err) = &call.error {

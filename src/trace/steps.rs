@@ -45,6 +45,9 @@ pub fn render(s: &Summary, verbose: bool, st: &Style) -> String {
             line.push_str(&format!("  {tool}"));
         }
         let _ = writeln!(o, "{line}");
+        for note in &t.before {
+            let _ = writeln!(o, "    · {note}");
+        }
         for c in &t.calls {
             let mut row = format!(
                 "    {}  {}  {}",
@@ -109,6 +112,7 @@ pub fn json(s: &Summary, verbose: bool) -> Value {
                 "input_tokens": t.input_tokens,
                 "output_tokens": t.output_tokens,
                 "calls": calls,
+                "before": t.before,
                 "notes": t.notes,
             })
         })

@@ -180,6 +180,8 @@ pub struct Turn {
     pub provider_status: Option<i64>,
     /// Tool calls made on this turn.
     pub calls: Vec<Call>,
+    /// Events written just before this turn's inference (retries, tool refreshes), as notes.
+    pub before: Vec<String>,
     /// Other events on this turn, as one-line notes (pulls, refusals, delegations, …).
     pub notes: Vec<String>,
 }
@@ -356,6 +358,8 @@ pub struct Builder {
     lines: u64,
     saw_start: bool,
     end_totals: Option<Totals>,
+    /// Notes about the next turn (a retry or a tool refresh is written before its inference).
+    pending: Vec<String>,
 }
 
 impl Builder {
@@ -370,6 +374,13 @@ impl Builder {
             lines: 0,
             saw_start: false,
             end_totals: None,
+            pending: Vec::new(),
+        }
+    }
+
+    fn note_next_turn(&mut self, text: String) {
+        if self.detail != Detail::Totals {
+            self.pending.push(text);
         }
     }
 
@@ -433,7 +444,7 @@ impl Builder {
                 };
                 let text = format!("tools refreshed ({}){}", r.trigger, change_list(&r));
                 s.refreshes.push(r);
-                self.note(text);
+                self.note_next_turn(text);
             }
             "call_denied" => {
                 let d = Denial {
@@ -464,7 +475,7 @@ impl Builder {
                 };
                 let text = format!("retry {}", retry_text(&r));
                 s.retries.push(r);
-                self.note(text);
+                self.note_next_turn(text);
             }
             "task_failed" => {
                 let f = Failure {
@@ -599,6 +610,7 @@ impl Builder {
                 output_tokens: output,
                 error_code: ev.error_code,
                 provider_status: ev.provider_status,
+                before: std::mem::take(&mut self.pending),
                 ..Turn::default()
             });
         }
@@ -720,6 +732,9 @@ impl Builder {
 
     /// Check the trace was a session and return its summary.
     pub fn finish(mut self) -> Result<Summary, Diagnostic> {
+        for text in std::mem::take(&mut self.pending) {
+            self.note(text);
+        }
         let s = &mut self.summary;
         if self.lines == 0 {
             return Err(Diagnostic::error(
