@@ -84,11 +84,14 @@ fn an_unknown_address_lists_what_there_is() {
             "error[E-TRC-002]: no session found matching suffix 'cccc' in workdir\n  hint: sessions in workdir, newest first:\n    @1   {C}\n    @2   {B}\n    @3   {A}\n"
         )
     );
-    let out = mur(tmp.path(), &["trace", "show", "ses_0193000000037000800000000000cccc"]);
+    let out = mur(
+        tmp.path(),
+        &["trace", "show", "ses_0193000000037000800000000000cccc"],
+    );
     assert_eq!(out.code, 1);
-    assert!(out
-        .stderr
-        .starts_with("error[E-TRC-002]: session ses_0193000000037000800000000000cccc not found in workdir\n"));
+    assert!(out.stderr.starts_with(
+        "error[E-TRC-002]: session ses_0193000000037000800000000000cccc not found in workdir\n"
+    ));
 }
 
 #[test]
@@ -99,10 +102,19 @@ fn bad_ordinals_and_short_suffixes_are_refused() {
         assert_eq!(out.code, 1, "{a}");
         first_line(&out.stderr).to_string()
     };
-    assert_eq!(err("@4"), "error[E-TRC-002]: @4 is out of range — workdir has 3 sessions");
+    assert_eq!(
+        err("@4"),
+        "error[E-TRC-002]: @4 is out of range — workdir has 3 sessions"
+    );
     assert_eq!(err("@0"), "error[E-TRC-002]: ordinal must be @1 or higher");
-    assert_eq!(err("@x"), "error[E-TRC-002]: invalid ordinal '@x' — expected @1, @2, ...");
-    assert_eq!(err("aaa"), "error[E-TRC-002]: session address 'aaa' is too short");
+    assert_eq!(
+        err("@x"),
+        "error[E-TRC-002]: invalid ordinal '@x' — expected @1, @2, ..."
+    );
+    assert_eq!(
+        err("aaa"),
+        "error[E-TRC-002]: session address 'aaa' is too short"
+    );
     assert_eq!(
         err("nowhere/trace.jsonl"),
         "error[E-IO-001]: trace file not found: nowhere/trace.jsonl"
@@ -138,7 +150,10 @@ fn workdir_flag_reads_both_layouts() {
     let out = mur(tmp.path(), &["trace", "steps", "--workdir", "proj"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.starts_with(&format!("Session {A}  ")));
-    let out = mur(tmp.path(), &["trace", "steps", "@1", "--workdir", "agent/workdir"]);
+    let out = mur(
+        tmp.path(),
+        &["trace", "steps", "@1", "--workdir", "agent/workdir"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.starts_with(&format!("Session {B}  ")));
 }
@@ -219,7 +234,9 @@ fn a_corrupt_line_in_the_middle_names_file_and_line() {
         assert_eq!(out.stdout, "");
         assert_eq!(
             first_line(&out.stderr),
-            format!("error[E-TRC-001]: workdir/{A}/trace.jsonl:4: expected ident at line 1 column 2")
+            format!(
+                "error[E-TRC-001]: workdir/{A}/trace.jsonl:4: expected ident at line 1 column 2"
+            )
         );
     }
 }

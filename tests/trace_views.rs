@@ -102,7 +102,10 @@ fn show_json_carries_the_summary_and_the_tree() {
     let out = mur(tmp.path(), &["trace", "show", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
-    assert_eq!(v["session"]["session_id"], "ses_0193a1b2c3d47000800000000000a001");
+    assert_eq!(
+        v["session"]["session_id"],
+        "ses_0193a1b2c3d47000800000000000a001"
+    );
     assert_eq!(v["session"]["totals"]["turns"], 7);
     assert_eq!(v["session"]["denials"][0]["hook_name"], "acme/hook-policy");
     assert_eq!(v["session"]["plans"][0]["outcome"], "failed");
@@ -111,7 +114,10 @@ fn show_json_carries_the_summary_and_the_tree() {
     assert_eq!(tree[0]["child"]["capsule"], "acme/reviewer");
     assert_eq!(tree[0]["children"][0]["child"]["input_tokens"], 1120);
     assert_eq!(tree[2]["delegation"]["outcome"], "refused");
-    assert!(tree[3]["problem"].as_str().unwrap().starts_with("child trace missing: "));
+    assert!(tree[3]["problem"]
+        .as_str()
+        .unwrap()
+        .starts_with("child trace missing: "));
 }
 
 #[test]
@@ -326,7 +332,28 @@ fn traces_written_by_the_original_murmur_read_by_path() {
     assert!(show.stdout.contains(
         "\n── Pulled at runtime ────────────────────────────\n  murmur/tool-edit@0.2.0  tool  runtime/untrusted  from project store\n"
     ));
-    assert!(show.stdout.contains("\nstatus:     ok\nduration:   238ms\ntokens:     5,425 in / 260 out  (5,685 total)\n"));
+    assert!(show.stdout.contains(
+        "\nstatus:     ok\nduration:   238ms\ntokens:     5,425 in / 260 out  (5,685 total)\n"
+    ));
     let report = mur(tmp.path(), &["trace", "report", basic, pull]);
-    assert!(report.stdout.contains("\ninput:      6,637\noutput:     340\n"), "{}", report.stdout);
+    assert!(
+        report
+            .stdout
+            .contains("\ninput:      6,637\noutput:     340\n"),
+        "{}",
+        report.stdout
+    );
+}
+
+#[test]
+fn show_of_a_child_names_its_parent_and_its_own_children() {
+    let tmp = with_fixture("delegation");
+    let out = mur(tmp.path(), &["trace", "show", "b002"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with(
+        "── Session ──────────────────────────────────────\nsession:    ses_0193a1b2c3e57000800000000000b002\nspawned by: ses_0193a1b2c3d47000800000000000a001 (delegation dlg_0193a1b2c3e57000800000000000f001)\ncapsule:    acme/reviewer v0.1.0\n"
+    ), "{}", out.stdout);
+    assert!(out.stdout.ends_with(
+        "── Delegations ──────────────────────────────────\nacme/reviewer v0.1.0  ses_0193a1b2c3e57000800000000000b002  ok  4.1s  4,230 in / 450 out\n└─ acme/linter@0.1.0  ses_0193a1b2c3f67000800000000000c003  ok  1.1s  1,120 in / 70 out\n"
+    ), "{}", out.stdout);
 }

@@ -17,12 +17,6 @@ pub struct Event {
     /// The event discriminator (`session_start`, `inference`, `tool_call`, …).
     #[serde(deserialize_with = "lenient::string")]
     pub event_type: Option<String>,
-    /// `evt_…` id of this line.
-    #[serde(deserialize_with = "lenient::string")]
-    pub event_id: Option<String>,
-    /// `evt_…` id of the line this one hangs off.
-    #[serde(deserialize_with = "lenient::string")]
-    pub parent_id: Option<String>,
     /// `ses_…` id of the session that wrote the line.
     #[serde(deserialize_with = "lenient::string")]
     pub session_id: Option<String>,

@@ -158,3 +158,48 @@ impl<R: Read> Iterator for TraceReader<R> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> (Vec<String>, Option<String>, bool) {
+        let mut r = TraceReader::new(Path::new("t.jsonl"), text.as_bytes());
+        let mut kinds = Vec::new();
+        let mut err = None;
+        for ev in &mut r {
+            match ev {
+                Ok(e) => kinds.push(e.kind().to_string()),
+                Err(d) => err = Some(d.message),
+            }
+        }
+        (kinds, err, r.torn_last_line)
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped_but_a_bad_middle_line_is_an_error() {
+        let ok = "{\"event_type\":\"a\"}\n\n{\"event_type\":\"b\",\"x\":[1,{\"y\":2}]}\n";
+        assert_eq!(read(ok), (vec!["a".into(), "b".into()], None, false));
+        let torn = "{\"event_type\":\"a\"}\n{\"event_ty";
+        assert_eq!(read(torn), (vec!["a".into()], None, true));
+        let torn_then_blank = "{\"event_type\":\"a\"}\n{\"event_ty\n\n  \n";
+        assert_eq!(read(torn_then_blank), (vec!["a".into()], None, true));
+        let (kinds, err, _) = read("{\"event_type\":\"a\"}\nnot json\n{\"event_type\":\"b\"}\n");
+        assert_eq!(kinds, ["a"]);
+        assert_eq!(err.unwrap(), "t.jsonl:2: expected ident at line 1 column 2");
+        let (_, err, _) = read("{\"event_type\":\"a\"}\n{\"no_type\":1}\n");
+        assert_eq!(err.unwrap(), "t.jsonl:2: line has no \"event_type\" string");
+    }
+
+    #[test]
+    fn fields_of_unexpected_shape_read_as_absent() {
+        let line = "{\"event_type\":\"tool_call\",\"turn\":\"three\",\"tool_name\":{\"a\":1},\"status\":[\"ok\"],\"duration_ms\":12.7,\"added\":[\"x\",3,\"y\"]}\n";
+        let mut r = TraceReader::new(Path::new("t"), line.as_bytes());
+        let ev = r.next().unwrap().unwrap();
+        assert_eq!(ev.turn, None);
+        assert_eq!(ev.tool_name, None);
+        assert_eq!(ev.status, None);
+        assert_eq!(ev.duration_ms, Some(12));
+        assert_eq!(ev.added, Some(vec!["x".to_string(), "y".to_string()]));
+    }
+}

@@ -100,7 +100,12 @@ impl Session<'_> {
                    "max_turns": null, "tools_declared": ["bash", "grep"], "future_key": {"x": [1]}}),
             0,
         );
-        let task = ev("task_start", Some(root.clone()), json!({"task_id": "tsk_1"}), 1);
+        let task = ev(
+            "task_start",
+            Some(root.clone()),
+            json!({"task_id": "tsk_1"}),
+            1,
+        );
         let (mut input, mut output) = (0, 0);
         for (turn, tool) in self.tools.iter().enumerate() {
             let inf = ev(
@@ -127,7 +132,12 @@ impl Session<'_> {
                    "decision": "end_turn", "tool_name": null}),
             200,
         );
-        ev("some_future_event", Some(root.clone()), json!({"turn": "not a number"}), 1);
+        ev(
+            "some_future_event",
+            Some(root.clone()),
+            json!({"turn": "not a number"}),
+            1,
+        );
         if let Some(status) = self.ended {
             let turns = self.tools.len() + 1;
             ev(
@@ -147,11 +157,7 @@ impl Session<'_> {
         let folder = dir.join(self.id);
         fs::create_dir_all(&folder).unwrap();
         let path = folder.join("trace.jsonl");
-        let text: String = self
-            .lines()
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let text: String = self.lines().iter().map(|l| format!("{l}\n")).collect();
         fs::write(&path, text).unwrap();
         path
     }
