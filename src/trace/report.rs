@@ -121,8 +121,8 @@ impl<'a> Report<'a> {
             let _ = writeln!(
                 o,
                 "per turn:   avg {} in / {} out",
-                thousands(t.input_tokens / t.turns),
-                thousands(t.output_tokens / t.turns)
+                thousands(t.input_tokens / t.turns.max(1)),
+                thousands(t.output_tokens / t.turns.max(1))
             );
         }
 
@@ -201,7 +201,7 @@ impl<'a> Report<'a> {
             let _ = writeln!(
                 o,
                 "shell:      avg {}  ({} call{}, {} non-zero exit)",
-                format::duration(shell_ms / shell_count),
+                format::duration(shell_ms / shell_count.max(1)),
                 thousands(shell_count),
                 if shell_count == 1 { "" } else { "s" },
                 thousands(failed)

@@ -221,7 +221,7 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
         let _ = writeln!(
             w,
             "latency:    avg {}",
-            format::duration(s.shell.total_ms / s.shell.count)
+            format::duration(s.shell.total_ms / s.shell.count.max(1))
         );
     }
 
