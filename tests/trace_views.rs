@@ -86,6 +86,9 @@ fn show_draws_the_delegation_tree_from_the_children_traces() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let tree = &out.stdout[out.stdout.find("── Delegations").expect("tree")..];
     assert_eq!(tree, TREE);
+    assert!(out.stdout.contains(
+        "\n  turn 6  end_turn  2,600 in / 150 out\n    · continued with 3 delegation outcomes (waited 2.6s)\n"
+    ));
     for section in [
         "\n── Retries ──────────────────────────────────────\n  turn 1  attempt 1/3  HTTP 429  (status)  after 1.5s\n    rate limited\n",
         "\n── Denied calls ─────────────────────────────────\n  turn 4  bash  on-tool-call  acme/hook-policy\n    reason: rm -rf is not allowed\n",
@@ -356,4 +359,78 @@ fn show_of_a_child_names_its_parent_and_its_own_children() {
     assert!(out.stdout.ends_with(
         "── Delegations ──────────────────────────────────\nacme/reviewer v0.1.0  ses_0193a1b2c3e57000800000000000b002  ok  4.1s  4,230 in / 450 out\n└─ acme/linter@0.1.0  ses_0193a1b2c3f67000800000000000c003  ok  1.1s  1,120 in / 70 out\n"
     ), "{}", out.stdout);
+}
+
+#[test]
+fn several_tasks_and_peer_events_are_grouped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "ses_0193000000007000800000000000dddd";
+    let dir = tmp.path().join("workdir").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let env = |kind: &str, ts: u64, rest: &str| {
+        format!("{{\"event_type\":\"{kind}\",\"event_id\":\"evt_{ts}\",\"parent_id\":null,\"session_id\":\"{id}\",\"timestamp\":{ts}{rest}}}\n")
+    };
+    let text = [
+        env("session_start", 1, ",\"capsule_name\":\"peer\",\"capsule_version\":\"0.2.0\",\"model\":\"m\",\"tools_declared\":[\"share-file\"]"),
+        env("task_start", 2, ",\"task_id\":\"tsk_a\""),
+        env("inference", 3, ",\"turn\":0,\"input_tokens\":10,\"output_tokens\":1,\"decision\":\"tool_call\",\"tool_name\":\"share-file\""),
+        env("peer_handle_mint", 4, ",\"outcome\":\"ok\""),
+        env("tool_call", 5, ",\"turn\":0,\"tool_name\":\"share-file\",\"input\":{\"path\":\"report.md\",\"peer\":\"b\"},\"duration_ms\":1,\"status\":\"ok\""),
+        env("inference", 6, ",\"turn\":1,\"input_tokens\":10,\"output_tokens\":1,\"decision\":\"end_turn\""),
+        env("task_end", 7, ",\"task_id\":\"tsk_a\",\"exit_status\":\"ok\""),
+        env("task_start", 8, ",\"task_id\":\"tsk_b\""),
+        env("peer_file_fetch", 9, ",\"outcome\":\"refused\""),
+        env("inference", 10, ",\"turn\":0,\"input_tokens\":10,\"output_tokens\":1,\"decision\":\"text\""),
+        env("task_end", 11, ",\"task_id\":\"tsk_b\",\"exit_status\":\"ok\""),
+        env("session_end", 12, ",\"total_turns\":3,\"total_input_tokens\":30,\"total_output_tokens\":3,\"total_tool_calls\":1,\"total_shell_calls\":0,\"duration_ms\":11,\"exit_status\":\"ok\""),
+    ]
+    .concat();
+    std::fs::write(dir.join("trace.jsonl"), text).unwrap();
+    let out = mur(tmp.path(), &["trace", "steps", "-v"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "Session {id}  (2 tasks, 3 turns)\n  task 1\n  turn 0  tool_call  share-file\n    share-file  1ms  ✓  \"report.md\"\n  turn 1  end_turn\n  task 2\n  turn 0  text\n"
+        )
+    );
+    let show = mur(tmp.path(), &["trace", "show"]);
+    assert!(show.stdout.contains(
+        "\n── Peer files ───────────────────────────────────\n  peer_file_fetch refused  1\n  peer_handle_mint ok  1\n"
+    ), "{}", show.stdout);
+}
+
+#[test]
+fn colour_on_a_terminal_and_never_with_no_color() {
+    // `script` gives the command a pseudo-terminal as stdout.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("script(1) not installed; terminal colour not checked");
+        return;
+    }
+    let tmp = with_fixture("pull");
+    let bin = env!("CARGO_BIN_EXE_mur");
+    let run = |no_color: bool| {
+        let mut cmd = std::process::Command::new("script");
+        cmd.args(["-qec", &format!("{bin} trace show"), "/dev/null"])
+            .current_dir(tmp.path());
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        } else {
+            cmd.env_remove("NO_COLOR");
+        }
+        String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned()
+    };
+    let coloured = run(false);
+    assert!(
+        coloured.contains("status:     \x1b[32mok\x1b[0m"),
+        "{coloured:?}"
+    );
+    assert!(coloured.contains("\x1b[1m── Session "));
+    let plain = run(true);
+    assert!(plain.contains("status:     ok"));
+    assert!(!plain.contains('\x1b'));
 }

@@ -182,6 +182,14 @@ pub struct Event {
     #[serde(deserialize_with = "lenient::usage")]
     pub usage: Option<Usage>,
 
+    // task_continued
+    /// `task_continued.delegations`: the delegations whose outcomes the task resumed with.
+    #[serde(deserialize_with = "lenient::strings")]
+    pub delegations: Option<Vec<String>>,
+    /// `task_continued.waited_ms`.
+    #[serde(deserialize_with = "lenient::int")]
+    pub waited_ms: Option<i64>,
+
     // plans
     /// `plan_*.plan_id`.
     #[serde(deserialize_with = "lenient::string")]

@@ -118,7 +118,12 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
     for note in &s.preamble {
         let _ = writeln!(w, "  · {note}");
     }
+    let mut task = 0;
     for turn in &s.turns {
+        if s.tasks > 1 && turn.task != task {
+            task = turn.task;
+            let _ = writeln!(w, "  {}", st.bold(&format!("task {task}")));
+        }
         let mut line = format!("  turn {}  {}", turn.turn, turn.decision);
         if let Some(code) = &turn.error_code {
             line.push_str(&format!("  {code}"));
@@ -295,6 +300,13 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
                     opt_duration(step.duration_ms)
                 );
             }
+        }
+    }
+
+    if !s.peer.is_empty() {
+        let _ = writeln!(w, "\n{}", st.heading("Peer files"));
+        for (what, n) in &s.peer {
+            let _ = writeln!(w, "  {what}  {n}");
         }
     }
 

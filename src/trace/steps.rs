@@ -32,7 +32,12 @@ pub fn render(s: &Summary, verbose: bool, st: &Style) -> String {
     for note in &s.preamble {
         let _ = writeln!(o, "  · {note}");
     }
+    let mut task = 0;
     for t in &s.turns {
+        if s.tasks > 1 && t.task != task {
+            task = t.task;
+            let _ = writeln!(o, "  {}", st.bold(&format!("task {task}")));
+        }
         let mut line = format!("  turn {}  {}", t.turn, t.decision);
         if t.decision == "error" {
             if let Some(code) = &t.error_code {
@@ -106,6 +111,7 @@ pub fn json(s: &Summary, verbose: bool) -> Value {
                 })
                 .collect();
             json!({
+                "task": t.task,
                 "turn": t.turn,
                 "decision": t.decision,
                 "tool_name": t.tool_name,

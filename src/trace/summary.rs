@@ -96,6 +96,8 @@ pub struct Summary {
     pub plans: Vec<Plan>,
     /// Delegations, in the order they started.
     pub delegations: Vec<Delegation>,
+    /// Peer-plane events (`peer_*`) counted by `<event type> <outcome>`.
+    pub peer: BTreeMap<String, u64>,
     /// True when a torn last line was skipped.
     pub torn_last_line: bool,
     /// Every tool-call latency (ms), for percentiles; kept at [`Detail::Totals`] only.
@@ -164,6 +166,8 @@ pub struct ShellStats {
 /// One turn of the agent loop: an `inference` line and what followed it.
 #[derive(Debug, Default, Serialize)]
 pub struct Turn {
+    /// Which task the turn belongs to (1-based count of `task_start` lines so far).
+    pub task: u64,
     /// `turn` as written (zero-based, per task).
     pub turn: i64,
     /// `tool_call|end_turn|text|error`.
@@ -413,6 +417,21 @@ impl Builder {
         match ev.kind() {
             "session_start" => self.session_start(ev),
             "task_start" => s.tasks += 1,
+            "task_continued" => {
+                let n = ev.delegations.as_ref().map_or(0, Vec::len);
+                let text = format!(
+                    "continued with {n} delegation outcome{}{}",
+                    if n == 1 { "" } else { "s" },
+                    ev.waited_ms
+                        .map(|w| format!(" (waited {})", super::format::duration(w.max(0) as u64)))
+                        .unwrap_or_default()
+                );
+                self.note_next_turn(text);
+            }
+            kind if kind.starts_with("peer_") => {
+                let key = format!("{kind} {}", ev.outcome.as_deref().unwrap_or("ok"));
+                *s.peer.entry(key).or_default() += 1;
+            }
             "inference" => self.inference(ev),
             "tool_call" => self.tool_call(ev),
             "shell" => self.shell(ev),
@@ -603,6 +622,7 @@ impl Builder {
         }
         if self.detail >= Detail::Turns {
             s.turns.push(Turn {
+                task: s.tasks,
                 turn: ev.turn.unwrap_or(s.turns.len() as i64),
                 decision,
                 tool_name: ev.tool_name,
@@ -660,6 +680,7 @@ impl Builder {
         match s.turns.last_mut() {
             Some(t) => t.calls.push(call),
             None => s.turns.push(Turn {
+                task: s.tasks,
                 turn: ev.turn.unwrap_or(0),
                 decision: "?".into(),
                 calls: vec![call],
