@@ -34,8 +34,9 @@ impl Lines {
 }
 
 /// Write a realistic session trace with about `events` lines: per turn an inference line (with
-/// wire hashes), a tool call and, for shell tools, a shell line. Returns (events, turns).
-fn write_trace(path: &Path, events: usize) -> (usize, u64) {
+/// wire hashes), a tool call and, for shell tools, a shell line; at most `max_turns` turns.
+/// Returns (events, turns).
+fn write_trace(path: &Path, events: usize, max_turns: u64) -> (usize, u64) {
     const T0: u64 = 1_795_992_735_682;
     let file = File::create(path).expect("create trace");
     let mut l = Lines {
@@ -56,7 +57,7 @@ fn write_trace(path: &Path, events: usize) -> (usize, u64) {
     let tools = ["bash", "grep", "tool-edit"];
     let mut turn = 0u64;
     let (mut input, mut output, mut calls, mut shells) = (0u64, 0u64, 0u64, 0u64);
-    while (l.n as usize) < events.saturating_sub(3) {
+    while (l.n as usize) < events.saturating_sub(3) && turn + 1 < max_turns {
         let tool = tools[(turn % 3) as usize];
         let (i, o) = (1000 + turn % 977, 40 + turn % 61);
         input += i;
@@ -125,7 +126,7 @@ fn main() {
 
     let big = dir.path().join("big.trace.jsonl");
     let t = Instant::now();
-    let (events, turns) = write_trace(&big, 1_000_000);
+    let (events, turns) = write_trace(&big, 1_000_000, u64::MAX);
     let size = std::fs::metadata(&big).unwrap().len();
     println!(
         "generated {events} events ({turns} turns, {:.0} MiB) in {:.2?}",
@@ -145,7 +146,7 @@ fn main() {
     );
 
     let small = dir.path().join("turns.trace.jsonl");
-    let (events, turns) = write_trace(&small, 2_670);
+    let (events, turns) = write_trace(&small, usize::MAX, 1_000);
     let took = time_mur(&["trace", "show", small.to_str().unwrap()], 5);
     let ok = took <= Duration::from_millis(200);
     failed |= !ok;

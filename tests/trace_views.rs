@@ -303,6 +303,27 @@ fn report_over_the_last_n_sessions_adds_them_up() {
     ));
     let all = mur(tmp.path(), &["trace", "report", "--last", "10"]);
     assert!(all.stdout.starts_with("Sessions:   3\n"));
+    assert_eq!(all.stderr, "");
+    // A sweep skips sessions it cannot read, and says which.
+    std::fs::create_dir_all(wd.join("ses_0193000000037000800000000000dddd")).unwrap();
+    std::fs::create_dir_all(wd.join("ses_0193000000047000800000000000eeee")).unwrap();
+    std::fs::write(
+        wd.join("ses_0193000000047000800000000000eeee/trace.jsonl"),
+        "",
+    )
+    .unwrap();
+    let swept = mur(tmp.path(), &["trace", "report", "--last", "10"]);
+    assert_eq!(swept.code, 0, "{}", swept.stderr);
+    assert!(swept.stdout.starts_with("Sessions:   3\n"));
+    assert_eq!(
+        swept.stderr,
+        "warning[E-TRC-001]: skipped: workdir/ses_0193000000047000800000000000eeee/trace.jsonl: trace file is empty (incomplete or zero-event session)\n\
+         warning[E-IO-001]: skipped: trace file not found: workdir/ses_0193000000037000800000000000dddd/trace.jsonl\n"
+    );
+    // Named explicitly, an unreadable session is an error.
+    let named = mur(tmp.path(), &["trace", "report", "eeee"]);
+    assert_eq!(named.code, 1);
+    assert!(named.stderr.starts_with("error[E-TRC-001]: workdir/ses_0193000000047000800000000000eeee/trace.jsonl: trace file is empty"));
     let zero = mur(tmp.path(), &["trace", "report", "--last", "0"]);
     assert_eq!(zero.code, 1);
     assert_eq!(zero.stderr, "error[E-TRC-002]: --last must be at least 1\n");

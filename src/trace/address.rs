@@ -163,13 +163,15 @@ pub fn sessions(workdir: &Path) -> Result<Vec<SessionDir>, Diagnostic> {
     Ok(out)
 }
 
-/// The `n` newest sessions' traces (fewer if the work folder holds fewer).
+/// The `n` newest sessions' trace paths (fewer if the work folder holds fewer). A path may
+/// not exist yet (a session that failed before writing its trace): callers reading several
+/// sessions decide whether to skip it.
 pub fn newest(workdir: &Path, n: usize) -> Result<Vec<PathBuf>, Diagnostic> {
-    sessions(workdir)?
+    Ok(sessions(workdir)?
         .iter()
         .take(n)
-        .map(existing_trace)
-        .collect()
+        .map(SessionDir::trace)
+        .collect())
 }
 
 fn scan(dir: &Path, out: &mut Vec<SessionDir>) {

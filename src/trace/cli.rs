@@ -76,11 +76,32 @@ pub enum TraceCommand {
     },
 }
 
+/// What a successful subcommand prints.
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Text (or JSON) for stdout.
+    pub stdout: String,
+    /// Warnings for stderr (sessions a report skipped).
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl From<String> for Output {
+    fn from(stdout: String) -> Self {
+        Output {
+            stdout,
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// Run one `mur trace` subcommand; returns the exit code.
 pub fn run(cmd: TraceCommand) -> i32 {
     match execute(cmd, &Style::for_stdout()) {
         Ok(out) => {
-            print!("{out}");
+            for w in &out.warnings {
+                eprintln!("{w}");
+            }
+            print!("{}", out.stdout);
             0
         }
         Err(diags) => {
@@ -92,8 +113,8 @@ pub fn run(cmd: TraceCommand) -> i32 {
     }
 }
 
-/// Run a subcommand and return what it prints on stdout, or its diagnostics.
-pub fn execute(cmd: TraceCommand, st: &Style) -> Result<String, Vec<Diagnostic>> {
+/// Run a subcommand and return what it prints, or its diagnostics.
+pub fn execute(cmd: TraceCommand, st: &Style) -> Result<Output, Vec<Diagnostic>> {
     let dir = |w: Option<PathBuf>| w.unwrap_or_else(|| PathBuf::from(DEFAULT_WORKDIR));
     match cmd {
         TraceCommand::Show {
@@ -106,7 +127,8 @@ pub fn execute(cmd: TraceCommand, st: &Style) -> Result<String, Vec<Diagnostic>>
                 to_json(&show::json(&s))
             } else {
                 show::render(&s, st)
-            })
+            }
+            .into())
         }
         TraceCommand::Steps {
             session,
@@ -119,7 +141,8 @@ pub fn execute(cmd: TraceCommand, st: &Style) -> Result<String, Vec<Diagnostic>>
                 to_json(&steps::json(&s, verbose))
             } else {
                 steps::render(&s, verbose, st)
-            })
+            }
+            .into())
         }
         TraceCommand::Diff {
             sessions,
@@ -147,7 +170,8 @@ pub fn execute(cmd: TraceCommand, st: &Style) -> Result<String, Vec<Diagnostic>>
                     to_json(&diff::json(&a, &b))
                 } else {
                     diff::render(&a, &b, st)
-                }),
+                }
+                .into()),
                 (a, b) => Err(a.err().into_iter().chain(b.err()).collect()),
             }
         }
@@ -175,16 +199,41 @@ pub fn execute(cmd: TraceCommand, st: &Style) -> Result<String, Vec<Diagnostic>>
                     .collect::<Result<_, _>>()
                     .map_err(one)?,
             };
-            let mut loaded: Vec<Summary> = paths
-                .iter()
-                .map(|p| summary::load(p, Detail::Totals))
-                .collect::<Result<_, _>>()
-                .map_err(one)?;
+            // Sessions named one by one must all read; a `--last N` sweep skips the ones that
+            // cannot (a run that failed before writing, a damaged file) and says so.
+            let mut loaded = Vec::new();
+            let mut skipped = Vec::new();
+            for p in &paths {
+                match summary::load(p, Detail::Totals) {
+                    Ok(s) => loaded.push(s),
+                    Err(d) if last.is_some() => skipped.push(d),
+                    Err(d) => return Err(vec![d]),
+                }
+            }
+            if loaded.is_empty() {
+                let mut all = skipped;
+                all.push(Diagnostic::error(
+                    "E-TRC-001",
+                    "no readable sessions to report — every trace is empty or damaged",
+                ));
+                return Err(all);
+            }
+            let warnings = skipped
+                .into_iter()
+                .map(|d| {
+                    let mut w = Diagnostic::warning(d.code, format!("skipped: {}", d.message));
+                    w.hint = None;
+                    w
+                })
+                .collect();
             let report = Report::new(&mut loaded);
-            Ok(if json {
-                to_json(&report.json())
-            } else {
-                report.render(st)
+            Ok(Output {
+                stdout: if json {
+                    to_json(&report.json())
+                } else {
+                    report.render(st)
+                },
+                warnings,
             })
         }
     }
