@@ -3,7 +3,7 @@
 //! The layers, each in its own module:
 //! - [`reader`] streams a trace one line at a time into [`event::Event`]s (lenient about
 //!   unknown keys and events, tolerant of a torn last line);
-//! - [`summary`] folds those events into a [`summary::Summary`] in one pass;
+//! - [`summary`] folds those events into a [`record::Summary`] in one pass;
 //! - [`address`] turns a session address (`@N`, id suffix, full id, path) into a trace path;
 //! - [`tree`] follows delegations into children's traces;
 //! - [`show`], [`steps`], [`diff`], [`report`] render; [`cli`] parses arguments.
@@ -15,6 +15,7 @@ pub mod event;
 pub mod format;
 pub mod lenient;
 pub mod reader;
+pub mod record;
 pub mod report;
 pub mod show;
 pub mod steps;

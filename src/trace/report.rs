@@ -1,6 +1,6 @@
 //! `mur trace report`: usage over one session or the last N.
 //!
-//! Reports read traces with counters only ([`Detail::Totals`]), so a million-line trace costs
+//! Reports read traces with counters only ([`super::summary::Detail::Totals`]), so a million-line trace costs
 //! a pass over the file and a few counters, not memory per line. The report covers token usage,
 //! tool calls by name, latency (session, tool-call percentiles, shell, retries), exit statuses,
 //! and each delegated child's usage read from its own trace.
