@@ -1,3 +1,25 @@
-//! Reading `trace.jsonl` and the `mur trace` views. (Being written: see issue 6.)
+//! Reading session traces (`trace.jsonl`) and the `mur trace` views.
+//!
+//! The layers, each in its own module:
+//! - [`reader`] streams a trace one line at a time into [`event::Event`]s (lenient about
+//!   unknown keys and events, tolerant of a torn last line);
+//! - [`summary`] folds those events into a [`record::Summary`] in one pass;
+//! - [`address`] turns a session address (`@N`, id suffix, full id, path) into a trace path;
+//! - [`tree`] follows delegations into children's traces;
+//! - [`show`], [`steps`], [`diff`], [`report`] render; [`cli`] parses arguments.
 
+pub mod address;
 pub mod cli;
+pub mod diff;
+pub mod event;
+pub mod format;
+pub mod lenient;
+pub mod reader;
+pub mod record;
+pub mod report;
+pub mod show;
+pub mod steps;
+pub mod summary;
+pub mod tree;
+
+pub use address::resolve;

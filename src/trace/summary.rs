@@ -1,0 +1,531 @@
+//! Folding a trace into a [`Summary`]: everything the views print, in one streaming pass.
+//!
+//! Views never hold the events themselves: the reader hands each line to [`Builder::push`],
+//! which updates counters and, at the detail level asked for, keeps one row per turn. Totals
+//! come from `session_end` when it exists and from the lines otherwise, so a trace cut short
+//! (a killed run, a run still going) still reads.
+
+use std::path::Path;
+
+use crate::diagnostic::Diagnostic;
+
+use super::event::Event;
+use super::reader::TraceReader;
+
+pub use super::record::*;
+
+/// Read a whole trace into a [`Summary`], streaming.
+///
+/// `E-TRC-001` for an empty trace, a trace with no `session_start`, or a corrupt line before the
+/// last; `E-IO-*` when the file cannot be read.
+pub fn load(path: &Path, detail: Detail) -> Result<Summary, Diagnostic> {
+    let mut reader = TraceReader::open(path)?;
+    let mut b = Builder::new(path, detail);
+    for ev in &mut reader {
+        b.push(ev?);
+    }
+    b.summary.torn_last_line = reader.torn_last_line;
+    b.finish()
+}
+
+/// Incremental fold of events into a [`Summary`].
+pub struct Builder {
+    summary: Summary,
+    detail: Detail,
+    lines: u64,
+    saw_start: bool,
+    end_totals: Option<Totals>,
+    /// Notes about the next turn (a retry or a tool refresh is written before its inference).
+    pending: Vec<String>,
+}
+
+impl Builder {
+    /// A builder for the trace at `path`.
+    pub fn new(path: &Path, detail: Detail) -> Self {
+        Builder {
+            summary: Summary {
+                path: path.to_path_buf(),
+                ..Summary::default()
+            },
+            detail,
+            lines: 0,
+            saw_start: false,
+            end_totals: None,
+            pending: Vec::new(),
+        }
+    }
+
+    fn note_next_turn(&mut self, text: String) {
+        if self.detail != Detail::Totals {
+            self.pending.push(text);
+        }
+    }
+
+    fn note(&mut self, text: String) {
+        if self.detail == Detail::Totals {
+            return;
+        }
+        match self.summary.turns.last_mut() {
+            Some(t) => t.notes.push(text),
+            None => self.summary.preamble.push(text),
+        }
+    }
+
+    /// Take one event into account.
+    pub fn push(&mut self, ev: Event) {
+        self.lines += 1;
+        let s = &mut self.summary;
+        if s.first_timestamp.is_none() {
+            s.first_timestamp = ev.timestamp;
+        }
+        if ev.timestamp.is_some() {
+            s.last_timestamp = ev.timestamp;
+        }
+        if s.session_id.is_empty() {
+            if let Some(id) = &ev.session_id {
+                s.session_id = id.clone();
+            }
+        }
+        s.last_event = ev.event_type.clone();
+        match ev.kind() {
+            "session_start" => self.session_start(ev),
+            "task_start" => s.tasks += 1,
+            "task_continued" => {
+                let n = ev.delegations.as_ref().map_or(0, Vec::len);
+                let text = format!(
+                    "continued with {n} delegation outcome{}{}",
+                    if n == 1 { "" } else { "s" },
+                    ev.waited_ms
+                        .map(|w| format!(" (waited {})", super::format::duration(w.max(0) as u64)))
+                        .unwrap_or_default()
+                );
+                self.note_next_turn(text);
+            }
+            kind if kind.starts_with("peer_") => {
+                let key = format!("{kind} {}", ev.outcome.as_deref().unwrap_or("ok"));
+                *s.peer.entry(key).or_default() += 1;
+            }
+            "inference" => self.inference(ev),
+            "tool_call" => self.tool_call(ev),
+            "shell" => self.shell(ev),
+            "skill_call" => {
+                s.skill_calls += 1;
+                let name = ev.skill_name.unwrap_or_default();
+                self.note(format!("skill {name}"));
+            }
+            "artifact_pulled" => {
+                let p = Pull {
+                    name: ev.name.unwrap_or_else(|| "?".into()),
+                    version: ev.version.unwrap_or_else(|| "?".into()),
+                    runtime: ev.runtime.unwrap_or_else(|| "tool".into()),
+                    origin: ev.origin.unwrap_or_else(|| "runtime".into()),
+                    trust: ev.trust.unwrap_or_else(|| "untrusted".into()),
+                    fetched_from: ev.fetched_from,
+                    owner_id: ev.owner_id,
+                };
+                let text = format!("pulled {}@{} ({}/{})", p.name, p.version, p.origin, p.trust);
+                s.pulls.push(p);
+                self.note(text);
+            }
+            "tools_refreshed" => {
+                let r = Refresh {
+                    turn: ev.turn,
+                    trigger: ev.trigger.unwrap_or_default(),
+                    added: ev.added.unwrap_or_default(),
+                    removed: ev.removed.unwrap_or_default(),
+                };
+                let text = format!("tools refreshed ({}){}", r.trigger, change_list(&r));
+                s.refreshes.push(r);
+                self.note_next_turn(text);
+            }
+            "call_denied" => {
+                let d = Denial {
+                    turn: ev.turn,
+                    event: ev.event,
+                    hook_name: ev.hook_name,
+                    target: ev.target,
+                    reason: ev.reason,
+                };
+                let text = format!(
+                    "denied {} by {}: {}",
+                    d.target.as_deref().unwrap_or("?"),
+                    d.hook_name.as_deref().unwrap_or("policy"),
+                    d.reason.as_deref().unwrap_or("no reason given")
+                );
+                s.denials.push(d);
+                self.note(text);
+            }
+            "inference_retry" => {
+                let r = Retry {
+                    turn: ev.turn,
+                    attempt: ev.attempt,
+                    max_retries: ev.max_retries,
+                    reason: ev.reason,
+                    provider_status: ev.provider_status,
+                    delay_ms: ev.delay_ms,
+                    error: ev.error,
+                };
+                let text = format!("retry {}", retry_text(&r));
+                s.retries.push(r);
+                self.note_next_turn(text);
+            }
+            "task_failed" => {
+                let f = Failure {
+                    turn: ev.turn,
+                    cause: ev.cause,
+                    reason: ev.reason,
+                };
+                let text = format!(
+                    "task failed: {}{}",
+                    f.cause.as_deref().unwrap_or("unknown cause"),
+                    f.reason
+                        .as_deref()
+                        .map(|r| format!(" — {r}"))
+                        .unwrap_or_default()
+                );
+                s.failures.push(f);
+                self.note(text);
+            }
+            "plan_start" => {
+                let id = ev.plan_id.unwrap_or_default();
+                let text = format!(
+                    "plan {id} started ({} steps)",
+                    ev.step_count.map_or("?".into(), |n| n.to_string())
+                );
+                s.plans.push(Plan {
+                    plan_id: id,
+                    step_count: ev.step_count,
+                    ..Plan::default()
+                });
+                self.note(text);
+            }
+            "plan_step" => {
+                let step = PlanStep {
+                    step_id: ev.step_id.unwrap_or_default(),
+                    kind: ev.kind,
+                    status: ev.status,
+                    duration_ms: ev.duration_ms.map(|d| d.max(0) as u64),
+                };
+                let plan = plan_for(&mut s.plans, ev.plan_id);
+                plan.steps.push(step);
+            }
+            "plan_end" => {
+                let id = ev.plan_id.clone();
+                let plan = plan_for(&mut s.plans, ev.plan_id);
+                plan.outcome = ev.outcome.clone().or(ev.status.clone());
+                let text = format!(
+                    "plan {} {}",
+                    id.unwrap_or_default(),
+                    plan.outcome.as_deref().unwrap_or("ended")
+                );
+                self.note(text);
+            }
+            "delegation_start" => {
+                let turn = s.turns.last().map(|t| t.turn);
+                let d = Delegation {
+                    delegation_id: ev.delegation_id,
+                    capsule: ev.capsule.unwrap_or_else(|| "?".into()),
+                    version: ev.version,
+                    child_session_id: ev.child_session_id,
+                    child_workdir: ev.child_workdir,
+                    child_records_dir: ev.child_records_dir,
+                    usage: ev.usage,
+                    turn,
+                    ..Delegation::default()
+                };
+                let text = format!(
+                    "delegated to {} ({})",
+                    d.capsule,
+                    d.child_session_id.as_deref().unwrap_or("no child")
+                );
+                s.delegations.push(d);
+                self.note(text);
+            }
+            "delegation" => self.delegation(ev),
+            "task_end" => {}
+            "session_end" => {
+                s.ended = true;
+                s.status = ev.exit_status;
+                s.duration_ms = ev.duration_ms.map(|d| d.max(0) as u64);
+                self.end_totals = Some(Totals {
+                    turns: Event::n(ev.total_turns),
+                    input_tokens: Event::n(ev.total_input_tokens),
+                    output_tokens: Event::n(ev.total_output_tokens),
+                    tool_calls: Event::n(ev.total_tool_calls),
+                    shell_calls: Event::n(ev.total_shell_calls),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn session_start(&mut self, ev: Event) {
+        let s = &mut self.summary;
+        if self.saw_start {
+            return; // a resumed launch: keep the first identity
+        }
+        self.saw_start = true;
+        if let Some(id) = ev.session_id {
+            s.session_id = id;
+        }
+        s.capsule = ev.capsule_name;
+        s.capsule_version = ev.capsule_version;
+        s.model = ev.model;
+        s.max_turns = ev.max_turns;
+        s.tools_declared = ev.tools_declared.unwrap_or_default();
+        s.spawned_by = ev.spawned_by;
+        s.delegation_id = ev.delegation_id;
+    }
+
+    fn inference(&mut self, ev: Event) {
+        let s = &mut self.summary;
+        if ev.origin.as_deref().is_some_and(|o| o.starts_with("hook:")) {
+            s.hook_inferences += 1;
+            return;
+        }
+        let input = ev.input_tokens.map(|x| x.max(0) as u64);
+        let output = ev.output_tokens.map(|x| x.max(0) as u64);
+        s.counted.input_tokens += input.unwrap_or(0);
+        s.counted.output_tokens += output.unwrap_or(0);
+        let decision = ev.decision.unwrap_or_else(|| "?".into());
+        if decision == "error" {
+            s.failed_inferences += 1;
+        } else {
+            s.counted.turns += 1;
+        }
+        if self.detail >= Detail::Turns {
+            s.turns.push(Turn {
+                task: s.tasks,
+                turn: ev.turn.unwrap_or(s.turns.len() as i64),
+                decision,
+                tool_name: ev.tool_name,
+                input_tokens: input,
+                output_tokens: output,
+                error_code: ev.error_code,
+                provider_status: ev.provider_status,
+                before: std::mem::take(&mut self.pending),
+                ..Turn::default()
+            });
+        }
+    }
+
+    fn tool_call(&mut self, ev: Event) {
+        let s = &mut self.summary;
+        let tool = ev.tool_name.unwrap_or_else(|| "?".into());
+        let ok = ev.status.as_deref() == Some("ok");
+        let ms = ev.duration_ms.map(|d| d.max(0) as u64);
+        s.counted.tool_calls += 1;
+        s.tool_calls.count += 1;
+        if ok {
+            s.tool_calls.ok += 1;
+        } else {
+            s.tool_calls.error += 1;
+        }
+        s.tool_calls.total_ms += ms.unwrap_or(0);
+        s.tool_calls.max_ms = s.tool_calls.max_ms.max(ms.unwrap_or(0));
+        let out_bytes = ev.output_bytes.map(|b| b.max(0) as u64);
+        if let Some(stats) = s.tools.get_mut(&tool) {
+            add_call(stats, ok, ms, out_bytes);
+        } else {
+            let mut stats = NameStats::default();
+            add_call(&mut stats, ok, ms, out_bytes);
+            s.tools.insert(tool.clone(), stats);
+        }
+        if self.detail == Detail::Totals {
+            s.latencies
+                .push(ms.unwrap_or(0).min(u64::from(u32::MAX)) as u32);
+            return;
+        }
+        let call = Call {
+            tool,
+            status: ev.status.unwrap_or_else(|| "?".into()),
+            duration_ms: ms,
+            input_bytes: ev.input_bytes.map(|b| b.max(0) as u64),
+            output_bytes: out_bytes,
+            exit_code: None,
+            error: ev.error,
+            input: if self.detail == Detail::Full {
+                ev.input
+            } else {
+                None
+            },
+        };
+        match s.turns.last_mut() {
+            Some(t) => t.calls.push(call),
+            None => s.turns.push(Turn {
+                task: s.tasks,
+                turn: ev.turn.unwrap_or(0),
+                decision: "?".into(),
+                calls: vec![call],
+                ..Turn::default()
+            }),
+        }
+    }
+
+    fn shell(&mut self, ev: Event) {
+        let s = &mut self.summary;
+        s.counted.shell_calls += 1;
+        s.shell.count += 1;
+        s.shell.total_ms += Event::n(ev.duration_ms);
+        let code = ev.exit_code.unwrap_or(-1);
+        if code != 0 {
+            s.shell.failed += 1;
+        }
+        *s.shell.exit_codes.entry(code).or_default() += 1;
+        if let Some(call) = s
+            .turns
+            .last_mut()
+            .and_then(|t| t.calls.iter_mut().rev().find(|c| c.exit_code.is_none()))
+        {
+            call.exit_code = Some(code);
+        }
+    }
+
+    fn delegation(&mut self, ev: Event) {
+        let s = &mut self.summary;
+        let existing = ev.delegation_id.as_ref().and_then(|id| {
+            s.delegations
+                .iter_mut()
+                .find(|d| d.delegation_id.as_ref() == Some(id))
+        });
+        let d = match existing {
+            Some(d) => d,
+            None => {
+                let turn = s.turns.last().map(|t| t.turn);
+                s.delegations.push(Delegation {
+                    delegation_id: ev.delegation_id.clone(),
+                    capsule: ev.capsule.clone().unwrap_or_else(|| "?".into()),
+                    version: ev.version.clone(),
+                    child_session_id: ev.child_session_id.clone(),
+                    turn,
+                    ..Delegation::default()
+                });
+                s.delegations.last_mut().expect("just pushed")
+            }
+        };
+        d.outcome = Some(ev.outcome.unwrap_or_else(|| "unknown".into()));
+        d.reason = ev.reason;
+        d.duration_ms = ev.duration_ms.map(|x| x.max(0) as u64);
+        if ev.usage.is_some() {
+            d.usage = ev.usage;
+        }
+        if d.child_session_id.is_none() {
+            d.child_session_id = ev.child_session_id;
+        }
+        let text = format!(
+            "delegation to {} ended: {}{}",
+            d.capsule,
+            d.outcome.as_deref().unwrap_or("?"),
+            d.reason
+                .as_deref()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default()
+        );
+        self.note(text);
+    }
+
+    /// Check the trace was a session and return its summary.
+    pub fn finish(mut self) -> Result<Summary, Diagnostic> {
+        for text in std::mem::take(&mut self.pending) {
+            self.note(text);
+        }
+        let s = &mut self.summary;
+        if self.lines == 0 {
+            return Err(Diagnostic::error(
+                "E-TRC-001",
+                format!(
+                    "{}: trace file is empty (incomplete or zero-event session)",
+                    s.path.display()
+                ),
+            )
+            .with_hint("the session wrote no events; it may have failed before it started"));
+        }
+        if !self.saw_start {
+            return Err(Diagnostic::error(
+                "E-TRC-001",
+                format!("{}: no session_start event found", s.path.display()),
+            )
+            .with_hint("this file does not look like a mur session trace"));
+        }
+        if s.session_id.is_empty() {
+            s.session_id = s
+                .path
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+        }
+        match self.end_totals {
+            Some(t) => s.totals = t,
+            None => {
+                s.totals = s.counted;
+                for d in &s.delegations {
+                    if let Some(u) = d.usage {
+                        s.totals.input_tokens += u.input_tokens;
+                        s.totals.output_tokens += u.output_tokens;
+                    }
+                }
+                if let (Some(a), Some(b)) = (s.first_timestamp, s.last_timestamp) {
+                    s.duration_ms = Some((b - a).max(0) as u64);
+                }
+            }
+        }
+        Ok(self.summary)
+    }
+}
+
+fn add_call(stats: &mut NameStats, ok: bool, ms: Option<u64>, out_bytes: Option<u64>) {
+    stats.calls += 1;
+    if !ok {
+        stats.errors += 1;
+    }
+    stats.total_ms += ms.unwrap_or(0);
+    stats.max_ms = stats.max_ms.max(ms.unwrap_or(0));
+    stats.output_bytes += out_bytes.unwrap_or(0);
+}
+
+fn plan_for(plans: &mut Vec<Plan>, id: Option<String>) -> &mut Plan {
+    let id = id.unwrap_or_default();
+    if let Some(i) = plans.iter().rposition(|p| p.plan_id == id) {
+        return &mut plans[i];
+    }
+    plans.push(Plan {
+        plan_id: id,
+        ..Plan::default()
+    });
+    plans.last_mut().expect("just pushed")
+}
+
+/// `  +a +b  -c` for a refresh (empty when nothing changed).
+pub fn change_list(r: &Refresh) -> String {
+    let mut out = String::new();
+    for a in &r.added {
+        out.push_str(&format!("  +{a}"));
+    }
+    for x in &r.removed {
+        out.push_str(&format!("  -{x}"));
+    }
+    out
+}
+
+/// One-line description of a retry: `attempt 1/3  HTTP 429  (status)  after 500ms`.
+pub fn retry_text(r: &Retry) -> String {
+    let mut out = format!(
+        "attempt {}/{}",
+        r.attempt.map_or("?".into(), |a| a.to_string()),
+        r.max_retries.map_or("?".into(), |a| a.to_string())
+    );
+    if let Some(st) = r.provider_status {
+        out.push_str(&format!("  HTTP {st}"));
+    }
+    if let Some(reason) = &r.reason {
+        out.push_str(&format!("  ({reason})"));
+    }
+    if let Some(d) = r.delay_ms {
+        out.push_str(&format!(
+            "  after {}",
+            super::format::duration(d.max(0) as u64)
+        ));
+    }
+    out
+}

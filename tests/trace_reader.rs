@@ -1,0 +1,51 @@
+//! The reader against traces cut at every byte: what a killed or still-running writer leaves.
+//! Every cut must read (the torn last line skipped) or fail with a diagnostic — never panic.
+
+mod trace_support;
+
+use mur::trace::summary::{load, Detail};
+
+#[test]
+fn a_trace_cut_anywhere_reads_up_to_the_cut() {
+    let full =
+        trace_support::fixture("pull/workdir/ses_019ed2af76b57c42912b612f07dd4d51/trace.jsonl");
+    let bytes = std::fs::read(&full).unwrap();
+    let first_line_end = bytes.iter().position(|&b| b == b'\n').unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("trace.jsonl");
+    let complete = load(&full, Detail::Full).unwrap();
+    let mut last_turns = 0;
+    for cut in 0..=bytes.len() {
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        match load(&path, Detail::Full) {
+            Ok(s) => {
+                assert!(
+                    cut >= first_line_end,
+                    "cut {cut} read without a whole first line"
+                );
+                assert_eq!(s.session_id, complete.session_id);
+                // Turns only grow as the cut moves on, and never past the whole trace.
+                assert!(s.counted.turns >= last_turns && s.counted.turns <= complete.counted.turns);
+                last_turns = s.counted.turns;
+                // Torn exactly when the text after the last newline is not a whole JSON object
+                // (a line cut just before its newline is complete and reads).
+                let tail_start = bytes[..cut]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                let tail = &bytes[tail_start..cut];
+                let torn =
+                    !tail.is_empty() && serde_json::from_slice::<serde_json::Value>(tail).is_err();
+                assert_eq!(s.torn_last_line, torn, "cut {cut}");
+            }
+            Err(d) => {
+                assert!(cut < first_line_end, "cut {cut}: {d}");
+                assert_eq!(d.code, "E-TRC-001");
+                assert!(d
+                    .message
+                    .ends_with("trace file is empty (incomplete or zero-event session)"));
+            }
+        }
+    }
+    assert_eq!(last_turns, 6);
+}
