@@ -50,10 +50,18 @@ impl ManifestResolver {
             let first = diags.first().map(|d| d.message.clone()).unwrap_or_default();
             format!("the sub-capsule '{name}@{version}' has an invalid manifest: {first}")
         })?;
-        capsule::check_launchable(&loaded)
-            .map_err(|d| format!("the sub-capsule '{name}@{version}' cannot run: {}", d.message))?;
-        let driver = capsule::driver(&loaded)
-            .map_err(|d| format!("the sub-capsule '{name}@{version}' cannot run: {}", d.message))?;
+        capsule::check_launchable(&loaded).map_err(|d| {
+            format!(
+                "the sub-capsule '{name}@{version}' cannot run: {}",
+                d.message
+            )
+        })?;
+        let driver = capsule::driver(&loaded).map_err(|d| {
+            format!(
+                "the sub-capsule '{name}@{version}' cannot run: {}",
+                d.message
+            )
+        })?;
         let entry = Arc::new((loaded, driver));
         self.cache
             .lock()
@@ -66,10 +74,26 @@ impl ManifestResolver {
 /// The first grant `child` holds that `parent` does not, as a sentence naming the manifest key.
 pub fn exceeds(child: &Grants, parent: &Grants) -> Option<String> {
     let lists: [(&str, &Vec<String>, &Vec<String>); 4] = [
-        ("capabilities.shell.allow", &child.shell_allow, &parent.shell_allow),
-        ("capabilities.network.allow", &child.network_allow, &parent.network_allow),
-        ("capabilities.peer_fetch.allow", &child.peer_fetch_allow, &parent.peer_fetch_allow),
-        ("capabilities.spawn.allow", &child.spawn_allow, &parent.spawn_allow),
+        (
+            "capabilities.shell.allow",
+            &child.shell_allow,
+            &parent.shell_allow,
+        ),
+        (
+            "capabilities.network.allow",
+            &child.network_allow,
+            &parent.network_allow,
+        ),
+        (
+            "capabilities.peer_fetch.allow",
+            &child.peer_fetch_allow,
+            &parent.peer_fetch_allow,
+        ),
+        (
+            "capabilities.spawn.allow",
+            &child.spawn_allow,
+            &parent.spawn_allow,
+        ),
     ];
     for (key, c, p) in lists {
         if let Some(extra) = c.iter().find(|e| !p.contains(e)) {
@@ -106,8 +130,12 @@ impl CapsuleResolver for ManifestResolver {
                 delegation_id: r.delegation_id.clone(),
             }),
         };
-        capsule::session_spec_with(loaded, driver, r.task.clone(), place)
-            .map_err(|d| format!("the sub-capsule '{}@{}' cannot run: {}", r.capsule, r.version, d.message))
+        capsule::session_spec_with(loaded, driver, r.task.clone(), place).map_err(|d| {
+            format!(
+                "the sub-capsule '{}@{}' cannot run: {}",
+                r.capsule, r.version, d.message
+            )
+        })
     }
 }
 

@@ -68,6 +68,21 @@ pub async fn launch(
     drop(out);
 
     let records = spec.paths.records_dir.clone();
+    // The root's folders are created here so an unwritable place is a clear error, not a
+    // session that fails with nowhere to write its trace.
+    for dir in [&spec.paths.records_dir, &spec.paths.workdir] {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            stop(sup, sup_handle).await;
+            return Err(Diagnostic::error(
+                "E-IO-002",
+                format!("cannot create {}: {e}", dir.display()),
+            )
+            .with_hint(format!(
+                "the session folder {} must be creatable and writable; pass --workdir to put it elsewhere",
+                records.display()
+            )));
+        }
+    }
     let started = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
         spec: Box::new(spec),
         reply

@@ -244,6 +244,22 @@ impl SessionState {
         let _ = self.trace.send_message(TraceMsg::Append(event));
     }
 
+    /// Create the session's folders and staged files.
+    fn stage(&self) -> Result<(), String> {
+        let paths = &self.spec.paths;
+        for dir in [&paths.records_dir, &paths.workdir] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        staging::stage(
+            &paths.records_dir,
+            &self.spec.tools,
+            &self.spec.task,
+            &self.spec.capsule_name,
+        )
+        .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))
+    }
+
     fn push_message(&mut self, message: Message) {
         self.payload_bytes += serde_json::to_vec(&message).map(|v| v.len()).unwrap_or(0);
         Arc::make_mut(&mut self.messages).push(message);
@@ -721,9 +737,6 @@ impl SessionState {
                 .with("shell_calls", t.shell_calls)
                 .with("reopen_count", 0),
         );
-        if let Ok(Err(e)) = ractor::call!(self.trace, TraceMsg::Sync) {
-            trace_error.get_or_insert(e);
-        }
         let mut end = TraceEvent::new("session_end", Some(&self.session_event))
             .with("total_turns", t.turns)
             .with("total_input_tokens", t.input_tokens)
@@ -812,17 +825,6 @@ impl Actor for Session {
         let mut spec = args.spec;
         spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
         let paths = &spec.paths;
-        for dir in [&paths.records_dir, &paths.workdir] {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        staging::stage(
-            &paths.records_dir,
-            &spec.tools,
-            &spec.task,
-            &spec.capsule_name,
-        )
-        .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))?;
         let (trace, _) = Actor::spawn_linked(
             None,
             TraceWriter,
@@ -1046,10 +1048,19 @@ impl Actor for Session {
                 // The task is over; late answers are dropped.
             }
             SessionMsg::Begin => {
+                // The first model call goes out before the disk is touched; the files are
+                // staged while it is in flight (no tool runs before its reply is handled).
                 if state.spec.task.trim().is_empty() {
+                    let _ = state.stage();
                     state.fail(&myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
-                } else {
-                    state.start_turn(&myself);
+                    return Ok(());
+                }
+                state.start_turn(&myself);
+                if let Err(e) = state.stage() {
+                    if let Some(h) = state.in_flight.take() {
+                        h.abort();
+                    }
+                    state.fail(&myself, "runtime_error", &e);
                 }
             }
             SessionMsg::InferDone { turn, result } => {

@@ -3,7 +3,10 @@
 //! Emitters mint each event's id (time-ordered, so no round trip is needed to learn a parent id)
 //! and send it here; the writer owns the order of lines and their durability. Each event is one
 //! `write` of one whole line, so a killed process can only leave a torn *last* line, which the
-//! readers tolerate. `Sync` fsyncs; sessions ask for it at task end and session end.
+//! readers tolerate. `Sync` fsyncs (on the blocking pool, never on a runtime thread); a session
+//! asks for it once its `task_end` and `session_end` lines are written. The file (and its
+//! folder) is created on the first line, so starting a writer costs no I/O: a child session's
+//! first model call does not wait for the disk.
 
 use std::fs::File;
 use std::io::Write;
@@ -111,12 +114,29 @@ pub struct TraceWriterArgs {
 /// The actor writing one `trace.jsonl`.
 pub struct TraceWriter;
 
-/// The writer's state: the open file and the first error met.
+/// The writer's state: the file once opened, and the first error met.
 pub struct TraceWriterState {
-    file: File,
+    file: Option<File>,
     session_id: String,
     path: PathBuf,
     error: Option<String>,
+}
+
+impl TraceWriterState {
+    /// The open file, creating it (and its folder) on first use.
+    fn open(&mut self) -> std::io::Result<&mut File> {
+        if self.file.is_none() {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            self.file = Some(f);
+        }
+        Ok(self.file.as_mut().expect("opened above"))
+    }
 }
 
 #[ractor::async_trait]
@@ -130,13 +150,8 @@ impl Actor for TraceWriter {
         _myself: ActorRef<Self::Msg>,
         args: TraceWriterArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&args.path)
-            .map_err(|e| format!("cannot open {}: {e}", args.path.display()))?;
         Ok(TraceWriterState {
-            file,
+            file: None,
             session_id: args.session_id,
             path: args.path,
             error: None,
@@ -152,7 +167,8 @@ impl Actor for TraceWriter {
         match msg {
             TraceMsg::Append(event) => {
                 let line = event.to_line(&state.session_id);
-                if let Err(e) = state.file.write_all(line.as_bytes()) {
+                let written = state.open().and_then(|f| f.write_all(line.as_bytes()));
+                if let Err(e) = written {
                     if state.error.is_none() {
                         state.error =
                             Some(format!("trace write failed: {}: {e}", state.path.display()));
@@ -160,13 +176,20 @@ impl Actor for TraceWriter {
                 }
             }
             TraceMsg::Sync(reply) => {
-                let synced = state
-                    .file
-                    .sync_data()
-                    .map_err(|e| format!("trace sync failed: {}: {e}", state.path.display()));
-                let result = match (&state.error, synced) {
+                let result = match (&state.error, state.file.as_ref().map(File::try_clone)) {
                     (Some(e), _) => Err(e.clone()),
-                    (None, r) => r,
+                    (None, None) => Ok(()),
+                    (None, Some(Err(e))) => {
+                        Err(format!("trace sync failed: {}: {e}", state.path.display()))
+                    }
+                    (None, Some(Ok(file))) => {
+                        let path = state.path.clone();
+                        tokio::task::spawn_blocking(move || file.sync_data())
+                            .await
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| r.map_err(|e| e.to_string()))
+                            .map_err(|e| format!("trace sync failed: {}: {e}", path.display()))
+                    }
                 };
                 let _ = reply.send(result);
             }

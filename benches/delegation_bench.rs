@@ -1,0 +1,341 @@
+//! Delegation on the actor tree, measured: `cargo bench --bench delegation_bench`.
+//!
+//! 1. Fan-out: one parent delegates to N children (default 10,000) in one turn; each child
+//!    answers in one scripted turn; the parent waits and continues once with every outcome.
+//!    Reports wall time, outcomes delivered, and the process's peak RSS.
+//! 2. Latency: delegate-task call → the child's first model call, one delegation per turn,
+//!    p50/p99 over 1,000 delegations.
+//! 3. A depth-8 chain: each capsule delegates to the next; end-to-end time.
+//!
+//! The real kernel, real trace files on disk, real drivers behind the driver trait: the parent
+//! and children play scripted turns, timed by a thin wrapper around the driver.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use mur::drivers::script::ScriptDriver;
+use mur_actors::delegation::{CapsuleResolver, ChildRequest};
+use mur_actors::model::{
+    ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver, RetrySink,
+};
+use mur_actors::provided;
+use mur_actors::session::{ExitStatus, SessionReport};
+use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec, SpawnedBy};
+use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
+use ractor::Actor;
+
+/// Records when each child made its first model call (keyed by its task).
+#[derive(Default)]
+struct Clock {
+    child_first_call: Mutex<HashMap<String, Instant>>,
+    parent_reply: Mutex<HashMap<String, Instant>>,
+}
+
+/// A driver wrapper that notes the time of the first call of each session.
+struct Timed {
+    inner: Arc<dyn ModelDriver>,
+    clock: Arc<Clock>,
+    parent: bool,
+}
+
+fn first_text(m: &[Message]) -> String {
+    match m.first() {
+        Some(Message::User { content }) => content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+#[async_trait]
+impl ModelDriver for Timed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    async fn infer(&self, r: &InferRequest, s: &dyn RetrySink) -> Result<InferReply, InferError> {
+        if !self.parent && r.messages.len() == 1 {
+            let now = Instant::now();
+            self.clock
+                .child_first_call
+                .lock()
+                .unwrap()
+                .insert(first_text(&r.messages), now);
+        }
+        let reply = self.inner.infer(r, s).await?;
+        if self.parent {
+            for b in &reply.content {
+                if let ContentBlock::ToolCall { input, .. } = b {
+                    if let Some(t) = input.get("task").and_then(|t| t.as_str()) {
+                        self.clock
+                            .parent_reply
+                            .lock()
+                            .unwrap()
+                            .insert(t.to_string(), Instant::now());
+                    }
+                }
+            }
+        }
+        Ok(reply)
+    }
+}
+
+fn spec(
+    name: &str,
+    driver: Arc<dyn ModelDriver>,
+    grants: Grants,
+    session_id: String,
+    paths: SessionPaths,
+    task: String,
+) -> SessionSpec {
+    SessionSpec {
+        session_id,
+        capsule_name: name.into(),
+        capsule_version: "0.1.0".into(),
+        model: "scripted".into(),
+        driver,
+        max_turns: None,
+        max_tokens: 1024,
+        operator_prompt: None,
+        system_prompt_source: "none",
+        tools: provided::provided_tools(&grants, &["delegate-task"]),
+        grants,
+        task,
+        paths,
+        executors: mur::tools::executors(Duration::from_secs(60)),
+        capture: Capture::Meta,
+        tool_refresh: "compaction".into(),
+        spawned_by: None,
+        depth: 0,
+        delegation_deadline: Duration::from_secs(600),
+    }
+}
+
+/// Children by full name: a shared driver each (built once, like the store resolver does).
+struct Children {
+    drivers: HashMap<String, (Arc<dyn ModelDriver>, Grants)>,
+}
+
+#[async_trait]
+impl CapsuleResolver for Children {
+    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
+        let (driver, grants) = self
+            .drivers
+            .get(&r.capsule)
+            .ok_or_else(|| format!("no capsule {}", r.capsule))?;
+        let mut s = spec(
+            provided::bare(&r.capsule),
+            driver.clone(),
+            grants.clone(),
+            r.session_id.clone(),
+            r.paths.clone(),
+            r.task.clone(),
+        );
+        s.depth = r.depth;
+        s.spawned_by = Some(SpawnedBy {
+            parent_session_id: r.parent_session_id.clone(),
+            delegation_id: r.delegation_id.clone(),
+        });
+        Ok(s)
+    }
+}
+
+fn script(text: &str) -> Arc<dyn ModelDriver> {
+    Arc::new(ScriptDriver::from_str(text, Path::new("bench.yaml")).unwrap())
+}
+
+async fn run(root: SessionSpec, children: Children, max_depth: u32) -> SessionReport {
+    let args = SupervisorArgs {
+        resolver: Some(Arc::new(children)),
+        max_depth,
+        max_children: 100_000,
+    };
+    let (sup, h) = Actor::spawn(None, Supervisor, args).await.unwrap();
+    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(root),
+        reply
+    })
+    .unwrap()
+    .unwrap();
+    let report = rx.await.unwrap();
+    sup.stop(None);
+    let _ = h.await;
+    report
+}
+
+fn root_paths(dir: &Path) -> (String, SessionPaths) {
+    let id = mur_actors::ids::session_id();
+    let d = dir.join(&id);
+    (
+        id,
+        SessionPaths {
+            workdir: d.clone(),
+            records_dir: d,
+        },
+    )
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn fan_out(n: usize, dir: &Path) {
+    let mut calls = String::from("turns:\n  - call:\n");
+    for i in 0..n {
+        calls.push_str(&format!(
+            "      - {{tool: delegate-task, input: {{capsule: leaf, version: '0.1.0', task: 'job {i}'}}}}\n"
+        ));
+    }
+    calls.push_str("  - say: waiting\n  - say: 'all in'\n");
+    let grants = Grants {
+        spawn_allow: vec!["bench/leaf".into()],
+        ..Grants::default()
+    };
+    let children = Children {
+        drivers: HashMap::from([(
+            "bench/leaf".to_string(),
+            (
+                script("turns:\n  - say: 'done {{task}}'\n"),
+                Grants::default(),
+            ),
+        )]),
+    };
+    let (id, paths) = root_paths(dir);
+    let records = paths.records_dir.clone();
+    let root = spec("fan", script(&calls), grants, id, paths, "fan out".into());
+    let started = Instant::now();
+    let report = run(root, children, 8).await;
+    let wall = started.elapsed();
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    let trace = std::fs::read_to_string(records.join("trace.jsonl")).unwrap();
+    let ok = trace
+        .lines()
+        .filter(|l| l.contains("\"event_type\":\"delegation\"") && l.contains("\"outcome\":\"ok\""))
+        .count();
+    println!(
+        "fan-out: {n} children, {ok} outcomes ok delivered, wall {:.0} ms, peak RSS {:.0} MiB",
+        wall.as_secs_f64() * 1000.0,
+        peak_rss_mib()
+    );
+    assert_eq!(ok, n, "every outcome delivered");
+}
+
+async fn latency(samples: usize, dir: &Path) {
+    let clock = Arc::new(Clock::default());
+    let mut turns = String::from("turns:\n");
+    for i in 0..samples {
+        turns.push_str(&format!(
+            "  - call: [{{tool: delegate-task, input: {{capsule: leaf, version: '0.1.0', task: 'probe {i}'}}}}]\n"
+        ));
+    }
+    turns.push_str("  - say: waiting\n  - say: done\n");
+    let parent: Arc<dyn ModelDriver> = Arc::new(Timed {
+        inner: script(&turns),
+        clock: clock.clone(),
+        parent: true,
+    });
+    let leaf: Arc<dyn ModelDriver> = Arc::new(Timed {
+        inner: script("turns:\n  - say: ok\n"),
+        clock: clock.clone(),
+        parent: false,
+    });
+    let children = Children {
+        drivers: HashMap::from([("bench/leaf".to_string(), (leaf, Grants::default()))]),
+    };
+    let grants = Grants {
+        spawn_allow: vec!["bench/leaf".into()],
+        ..Grants::default()
+    };
+    let (id, paths) = root_paths(dir);
+    let root = spec("probe", parent, grants, id, paths, "probe".into());
+    let report = run(root, children, 8).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    let sent = clock.parent_reply.lock().unwrap();
+    let first = clock.child_first_call.lock().unwrap();
+    let mut lat: Vec<Duration> = sent
+        .iter()
+        .filter_map(|(task, t0)| first.get(task).map(|t1| t1.duration_since(*t0)))
+        .collect();
+    lat.sort();
+    println!(
+        "delegate-task → child's first model call: {} samples, p50 {:.0} µs, p99 {:.0} µs",
+        lat.len(),
+        percentile(&lat, 0.5).as_secs_f64() * 1e6,
+        percentile(&lat, 0.99).as_secs_f64() * 1e6
+    );
+}
+
+async fn chain(depth: u32, dir: &Path) {
+    let mut drivers = HashMap::new();
+    for level in 1..=depth {
+        let next = level + 1;
+        let text = if level == depth {
+            "turns:\n  - say: 'bottom reached'\n".to_string()
+        } else {
+            format!(
+                "turns:\n  - call: [{{tool: delegate-task, input: {{capsule: level-{next}, version: '0.1.0', task: 'go'}}}}]\n  - say: waiting\n  - say: 'level {level} saw: {{{{last}}}}'\n"
+            )
+        };
+        let grants = if level == depth {
+            Grants::default()
+        } else {
+            Grants {
+                spawn_allow: vec![format!("bench/level-{next}")],
+                ..Grants::default()
+            }
+        };
+        drivers.insert(format!("bench/level-{level}"), (script(&text), grants));
+    }
+    let grants = Grants {
+        spawn_allow: vec!["bench/level-1".into()],
+        ..Grants::default()
+    };
+    let root_script = "turns:\n  - call: [{tool: delegate-task, input: {capsule: level-1, version: '0.1.0', task: 'go'}}]\n  - say: waiting\n  - say: 'root saw: {{last}}'\n";
+    let (id, paths) = root_paths(dir);
+    let root = spec("root", script(root_script), grants, id, paths, "go".into());
+    let started = Instant::now();
+    let report = run(root, Children { drivers }, depth).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    assert!(report.result.contains("bottom reached"));
+    println!(
+        "depth-{depth} chain: end to end {:.1} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+}
+
+fn main() {
+    let n: usize = std::env::var("MUR_BENCH_CHILDREN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    mur::launch::raise_nofile_limit();
+    let dir = tempfile::tempdir().unwrap();
+    rt.block_on(async {
+        fan_out(n, dir.path()).await;
+        latency(1000, dir.path()).await;
+        chain(8, dir.path()).await;
+    });
+}
