@@ -118,8 +118,16 @@ async fn respond(shared: &Shared, reply: Reply) -> Result<Response<Body>, DropCo
         Reply::Drop => Err(DropConnection),
         Reply::Partial { status, body } => {
             let declared = body.len() + 4096;
-            let chunks = vec![Ok(Frame::data(Bytes::from(body))), Err(cut())];
-            let stream = futures::stream::iter(chunks);
+            // The pause lets hyper flush the head and the partial body before the cut.
+            let stream = futures::stream::unfold(Some(body), |body| async move {
+                match body {
+                    Some(b) => Some((Ok(Frame::data(Bytes::from(b))), None)),
+                    None => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Some((Err(cut()), None))
+                    }
+                }
+            });
             let mut resp = build(
                 status,
                 "application/json",
@@ -171,6 +179,8 @@ fn sse_body(events: Vec<SseEvent>, pause: Option<(usize, Duration)>, cut_after: 
         let events = events.clone();
         async move {
             if cut_after == Some(i) {
+                // Let hyper flush what was sent so far, then break the connection.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 return Some((Err(cut()), usize::MAX));
             }
             let ev = events.get(i)?;
