@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fake_provider::{Fallback, FakeProvider};
+use fake_provider::{FakeProvider, Fallback};
 use mur::drivers::{self, HttpDriverConfig};
 use mur_actors::model::{ContentBlock, InferRequest, Message, ModelDriver, NoRetrySink, ToolSpec};
 use serde_json::json;
@@ -82,7 +82,13 @@ fn report(label: &str, totals_us: &[f64], server_us: &[f64]) {
     );
 }
 
-async fn bench_driver(fake: &FakeProvider, label: &str, d: &dyn ModelDriver, req: &InferRequest, n: usize) {
+async fn bench_driver(
+    fake: &FakeProvider,
+    label: &str,
+    d: &dyn ModelDriver,
+    req: &InferRequest,
+    n: usize,
+) {
     for _ in 0..n.min(200) {
         d.infer(req, &NoRetrySink).await.expect("warm-up call");
     }
@@ -109,7 +115,10 @@ fn python_has_agents() -> bool {
 }
 
 async fn bench_python(fake: &FakeProvider, mode: &str, n: usize) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/python/agents_overhead.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/python/agents_overhead.py"
+    );
     let warmup = n.min(100);
     let before = fake.requests().len();
     let endpoint = fake.openai_endpoint();
@@ -126,7 +135,10 @@ async fn bench_python(fake: &FakeProvider, mode: &str, n: usize) {
     if !out.status.success() {
         println!(
             "python {mode}: failed: {}",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         );
         return;
     }
@@ -144,12 +156,18 @@ async fn bench_python(fake: &FakeProvider, mode: &str, n: usize) {
         );
         return;
     }
-    let server: Vec<f64> = measured.iter().map(|r| r.handled.as_secs_f64() * 1e6).collect();
+    let server: Vec<f64> = measured
+        .iter()
+        .map(|r| r.handled.as_secs_f64() * 1e6)
+        .collect();
     report(&format!("python openai-agents ({mode})"), &totals, &server);
 }
 
 fn main() {
-    let n: usize = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let n: usize = std::env::var("BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

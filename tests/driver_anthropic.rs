@@ -27,9 +27,12 @@ async fn sends_the_golden_request_and_reads_a_stream_that_pauses() {
     .unwrap();
     let d = driver(&fake);
     assert_eq!(d.name(), "murmur/driver-anthropic");
-    let reply = bounded(d.infer(&conversation("claude-sonnet-4-5", json!({"name": "x"})), &NoRetrySink))
-        .await
-        .unwrap();
+    let reply = bounded(d.infer(
+        &conversation("claude-sonnet-4-5", json!({"name": "x"})),
+        &NoRetrySink,
+    ))
+    .await
+    .unwrap();
     assert_eq!(reply.stop_reason, StopReason::EndTurn);
     assert_eq!(
         reply.content,
@@ -141,7 +144,9 @@ async fn assembles_streamed_thinking_and_tool_input_split_in_fragments() {
     assert_eq!(reply.usage.output_tokens, Some(23), "message_delta wins");
 }
 
-async fn one_json(body: serde_json::Value) -> Result<mur_actors::model::InferReply, mur_actors::model::InferError> {
+async fn one_json(
+    body: serde_json::Value,
+) -> Result<mur_actors::model::InferReply, mur_actors::model::InferError> {
     let fake = FakeProvider::start([Reply::json(body)]).await.unwrap();
     let r = bounded(driver(&fake).infer(&simple("m", "x"), &NoRetrySink)).await;
     assert_eq!(fake.requests().len(), 1, "bad replies are not retried");
@@ -155,24 +160,42 @@ async fn maps_every_stop_reason_and_refuses_unknown_ones() {
         b["stop_reason"] = json!(s);
         b
     };
-    assert_eq!(one_json(with_stop("max_tokens")).await.unwrap().stop_reason, StopReason::MaxTokens);
-    assert_eq!(one_json(with_stop("stop_sequence")).await.unwrap().stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        one_json(with_stop("max_tokens")).await.unwrap().stop_reason,
+        StopReason::MaxTokens
+    );
+    assert_eq!(
+        one_json(with_stop("stop_sequence"))
+            .await
+            .unwrap()
+            .stop_reason,
+        StopReason::EndTurn
+    );
     let e = one_json(with_stop("banana")).await.unwrap_err();
     assert_eq!(e.kind, InferErrorKind::Malformed);
     assert!(
-        e.message.ends_with("/v1/messages has an unsupported stop_reason 'banana'"),
+        e.message
+            .ends_with("/v1/messages has an unsupported stop_reason 'banana'"),
         "{}",
         e.message
     );
     let e = one_json(with_stop("refusal")).await.unwrap_err();
     assert_eq!(e.kind, InferErrorKind::Driver);
-    assert!(e.message.starts_with("the model declined to answer"), "{}", e.message);
+    assert!(
+        e.message.starts_with("the model declined to answer"),
+        "{}",
+        e.message
+    );
     let mut b = anthropic::text("x");
     b.as_object_mut().unwrap().remove("stop_reason");
     let e = one_json(b).await.unwrap_err();
     assert!(e.message.ends_with("has no stop_reason"), "{}", e.message);
     let e = one_json(json!({"hello": "world"})).await.unwrap_err();
-    assert!(e.message.contains("not an Anthropic message"), "{}", e.message);
+    assert!(
+        e.message.contains("not an Anthropic message"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test]
@@ -209,28 +232,38 @@ async fn garbage_and_broken_json_bodies_are_malformed_not_panics() {
     .await
     .unwrap();
     let d = driver(&fake);
-    let e = bounded(d.infer(&simple("m", "x"), &NoRetrySink)).await.unwrap_err();
+    let e = bounded(d.infer(&simple("m", "x"), &NoRetrySink))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind, InferErrorKind::Malformed);
     assert!(
         e.message.contains("is neither JSON nor an event stream (content-type 'text/html'); it starts with '<html><body>Bad gateway</body></html>'"),
         "{}",
         e.message
     );
-    let e = bounded(d.infer(&simple("m", "x"), &NoRetrySink)).await.unwrap_err();
+    let e = bounded(d.infer(&simple("m", "x"), &NoRetrySink))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind, InferErrorKind::Malformed);
     assert!(e.message.contains("is not valid JSON"), "{}", e.message);
-    let e = bounded(d.infer(&simple("m", "x"), &NoRetrySink)).await.unwrap_err();
+    let e = bounded(d.infer(&simple("m", "x"), &NoRetrySink))
+        .await
+        .unwrap_err();
     assert!(e.message.contains("data is not JSON"), "{}", e.message);
     assert_eq!(fake.requests().len(), 3);
 }
 
 #[tokio::test]
 async fn driver_config_turns_on_thinking_and_beta_and_off_caching() {
-    let fake = FakeProvider::start([Reply::json(anthropic::text("ok"))]).await.unwrap();
+    let fake = FakeProvider::start([Reply::json(anthropic::text("ok"))])
+        .await
+        .unwrap();
     let mut cfg = config("murmur/driver-anthropic", &fake.endpoint());
-    cfg.driver_config = Some(json!({"thinking": "enabled", "thinking_budget_tokens": 5000,
+    cfg.driver_config = Some(
+        json!({"thinking": "enabled", "thinking_budget_tokens": 5000,
                                     "prompt_cache": false,
-                                    "beta_features": ["a-2025", "b-2026"]}));
+                                    "beta_features": ["a-2025", "b-2026"]}),
+    );
     let d = drivers::anthropic(cfg).unwrap();
     let mut req = simple("claude-sonnet-4-5", "x");
     req.max_tokens = 3000;
@@ -238,8 +271,14 @@ async fn driver_config_turns_on_thinking_and_beta_and_off_caching() {
     let r = &fake.requests()[0];
     assert_eq!(r.header("anthropic-beta"), Some("a-2025,b-2026"));
     let body = r.body.clone().unwrap();
-    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 2999}));
-    assert_eq!(body["system"], json!([{"type": "text", "text": "You are a test."}]));
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2999})
+    );
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You are a test."}])
+    );
     assert!(!r.raw_body.contains("cache_control"));
 }
 
@@ -257,13 +296,24 @@ fn bad_configs_are_refused_with_the_reason() {
         "murmur/driver-anthropic: gateway.endpoint 'http://api.example.com' uses plain http:// to a \
          non-loopback host 'api.example.com'; use https://, or http:// only to localhost/127.0.0.1/[::1]"
     );
-    let mut cfg = HttpDriverConfig::new("murmur/driver-anthropic", "https://api.anthropic.com", None);
+    let mut cfg =
+        HttpDriverConfig::new("murmur/driver-anthropic", "https://api.anthropic.com", None);
     cfg.driver_config = Some(json!({"thinkng": "enabled"}));
     let e = drivers::anthropic(cfg).err().unwrap();
-    assert!(e.contains("unrecognised inference.driver.config key(s): thinkng"), "{e}");
-    let cfg = HttpDriverConfig::new("murmur/driver-anthropic", "https://api.anthropic.com", Some("bad\nkey".into()));
+    assert!(
+        e.contains("unrecognised inference.driver.config key(s): thinkng"),
+        "{e}"
+    );
+    let cfg = HttpDriverConfig::new(
+        "murmur/driver-anthropic",
+        "https://api.anthropic.com",
+        Some("bad\nkey".into()),
+    );
     let e = drivers::anthropic(cfg).err().unwrap();
-    assert!(e.contains("cannot be sent in an HTTP header") && !e.contains("bad\nkey"), "{e}");
+    assert!(
+        e.contains("cannot be sent in an HTTP header") && !e.contains("bad\nkey"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -19,12 +19,17 @@ fn anthropic_driver(fake: &FakeProvider, retry: RetryPolicy) -> std::sync::Arc<d
 }
 
 fn fast(max_retries: u32) -> RetryPolicy {
-    RetryPolicy { max_retries, initial_delay_ms: 10, max_delay_ms: 2000 }
+    RetryPolicy {
+        max_retries,
+        initial_delay_ms: 10,
+        max_delay_ms: 2000,
+    }
 }
 
 async fn run(fake: &FakeProvider, retry: RetryPolicy) -> (Result<InferReply, InferError>, Notes) {
     let notes = Notes::default();
-    let r = bounded(anthropic_driver(fake, retry).infer(&simple("claude-haiku-4-5", "hi"), &notes)).await;
+    let r = bounded(anthropic_driver(fake, retry).infer(&simple("claude-haiku-4-5", "hi"), &notes))
+        .await;
     (r, notes)
 }
 
@@ -47,7 +52,10 @@ async fn a_429_with_retry_after_ms_is_retried_after_exactly_that_wait_with_ident
     let (r, notes) = run(&fake, fast(3)).await;
     let reply = r.unwrap();
     assert_eq!(reply.attempts, 2);
-    assert_eq!(reply.content, vec![mur_actors::model::ContentBlock::text("done")]);
+    assert_eq!(
+        reply.content,
+        vec![mur_actors::model::ContentBlock::text("done")]
+    );
     let notes = notes.all();
     assert_eq!(notes.len(), 1);
     let n = &notes[0];
@@ -56,11 +64,17 @@ async fn a_429_with_retry_after_ms_is_retried_after_exactly_that_wait_with_ident
     assert_eq!((n.delay_ms, n.retry_after_ms), (120, Some(120)));
     assert_eq!(
         n.error,
-        format!("HTTP 429 from {}/v1/messages: rate_limit_error: slow down", fake.endpoint())
+        format!(
+            "HTTP 429 from {}/v1/messages: rate_limit_error: slow down",
+            fake.endpoint()
+        )
     );
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 2);
-    assert_eq!(reqs[0].raw_body, reqs[1].raw_body, "the same bytes on every attempt");
+    assert_eq!(
+        reqs[0].raw_body, reqs[1].raw_body,
+        "the same bytes on every attempt"
+    );
     assert!(reqs[1].arrived - reqs[0].arrived >= Duration::from_millis(120));
 }
 
@@ -95,18 +109,36 @@ async fn backoff_doubles_with_jitter_between_5xx_replies() {
     let notes = notes.all();
     let statuses: Vec<_> = notes.iter().map(|n| n.provider_status).collect();
     assert_eq!(statuses, vec![Some(500), Some(529), Some(502)]);
-    assert!((5..=10).contains(&notes[0].delay_ms), "{}", notes[0].delay_ms);
-    assert!((10..=20).contains(&notes[1].delay_ms), "{}", notes[1].delay_ms);
-    assert!((20..=40).contains(&notes[2].delay_ms), "{}", notes[2].delay_ms);
-    assert!(notes[2].error.ends_with(": <html>bad gateway</html>"), "{}", notes[2].error);
+    assert!(
+        (5..=10).contains(&notes[0].delay_ms),
+        "{}",
+        notes[0].delay_ms
+    );
+    assert!(
+        (10..=20).contains(&notes[1].delay_ms),
+        "{}",
+        notes[1].delay_ms
+    );
+    assert!(
+        (20..=40).contains(&notes[2].delay_ms),
+        "{}",
+        notes[2].delay_ms
+    );
+    assert!(
+        notes[2].error.ends_with(": <html>bad gateway</html>"),
+        "{}",
+        notes[2].error
+    );
     assert!(notes.iter().all(|n| n.retry_after_ms.is_none()));
 }
 
 #[tokio::test]
 async fn giving_up_after_max_retries_says_so() {
-    let fake = FakeProvider::start((0..3).map(|_| anthropic::error(503, "overloaded_error", "Overloaded")))
-        .await
-        .unwrap();
+    let fake = FakeProvider::start(
+        (0..3).map(|_| anthropic::error(503, "overloaded_error", "Overloaded")),
+    )
+    .await
+    .unwrap();
     let (r, notes) = run(&fake, fast(2)).await;
     let e = r.unwrap_err();
     assert_eq!(e.kind, InferErrorKind::Driver);
@@ -126,7 +158,9 @@ async fn giving_up_after_max_retries_says_so() {
 
 #[tokio::test]
 async fn max_retries_zero_makes_one_attempt() {
-    let fake = FakeProvider::start([anthropic::error(429, "rate_limit_error", "no")]).await.unwrap();
+    let fake = FakeProvider::start([anthropic::error(429, "rate_limit_error", "no")])
+        .await
+        .unwrap();
     let (r, notes) = run(&fake, fast(0)).await;
     let e = r.unwrap_err();
     assert_eq!(e.retry_stopped.as_deref(), Some("max_retries"));
@@ -137,16 +171,24 @@ async fn max_retries_zero_makes_one_attempt() {
 
 #[tokio::test]
 async fn a_retry_after_beyond_max_delay_stops_retrying() {
-    let fake = FakeProvider::start([Reply::status_with_headers(429, &[("retry-after", "30")], json!({}))])
-        .await
-        .unwrap();
+    let fake = FakeProvider::start([Reply::status_with_headers(
+        429,
+        &[("retry-after", "30")],
+        json!({}),
+    )])
+    .await
+    .unwrap();
     let started = Instant::now();
     let (r, notes) = run(&fake, fast(5)).await;
     let e = r.unwrap_err();
     assert_eq!(e.retry_stopped.as_deref(), Some("retry_after"));
-    assert!(e.message.ends_with(
-        "(the provider asked to wait 30000 ms, more than inference.retry.max_delay_ms 2000 ms)"
-    ), "{}", e.message);
+    assert!(
+        e.message.ends_with(
+            "(the provider asked to wait 30000 ms, more than inference.retry.max_delay_ms 2000 ms)"
+        ),
+        "{}",
+        e.message
+    );
     assert!(notes.all().is_empty());
     assert!(started.elapsed() < Duration::from_secs(5));
 }
@@ -192,19 +234,35 @@ async fn an_echoed_key_is_redacted_from_retry_notes_too() {
     let (r, notes) = run(&fake, fast(2)).await;
     r.unwrap();
     let note = &notes.all()[0];
-    assert!(!note.error.contains(KEY) && note.error.contains("upstream said [redacted]"), "{}", note.error);
+    assert!(
+        !note.error.contains(KEY) && note.error.contains("upstream said [redacted]"),
+        "{}",
+        note.error
+    );
 }
 
 #[tokio::test]
 async fn client_errors_and_501_are_not_retried() {
-    for (status, kind, msg) in [(400, "invalid_request_error", "prompt is too long"), (404, "not_found_error", "model: x"), (501, "api_error", "nope")] {
-        let fake = FakeProvider::start([anthropic::error(status, kind, msg)]).await.unwrap();
+    for (status, kind, msg) in [
+        (400, "invalid_request_error", "prompt is too long"),
+        (404, "not_found_error", "model: x"),
+        (501, "api_error", "nope"),
+    ] {
+        let fake = FakeProvider::start([anthropic::error(status, kind, msg)])
+            .await
+            .unwrap();
         let (r, notes) = run(&fake, fast(5)).await;
         let e = r.unwrap_err();
         assert_eq!(e.kind, InferErrorKind::Driver);
         assert_eq!(e.provider_status, Some(status));
         assert_eq!(e.retry_stopped, None);
-        assert_eq!(e.message, format!("HTTP {status} from {}/v1/messages: {kind}: {msg}", fake.endpoint()));
+        assert_eq!(
+            e.message,
+            format!(
+                "HTTP {status} from {}/v1/messages: {kind}: {msg}",
+                fake.endpoint()
+            )
+        );
         assert!(notes.all().is_empty());
         assert_eq!(fake.requests().len(), 1);
     }
@@ -216,8 +274,15 @@ async fn dropped_connections_and_cut_bodies_are_retried_as_connection_failures()
     cut_stream.extend(anthropic::text_block(0, &["never ", "finished"]));
     let fake = FakeProvider::start([
         Reply::Drop,
-        Reply::Partial { status: 200, body: "{\"id\": \"msg_1\", \"con".into() },
-        Reply::Sse { events: cut_stream, pause: None, cut_after: Some(3) },
+        Reply::Partial {
+            status: 200,
+            body: "{\"id\": \"msg_1\", \"con".into(),
+        },
+        Reply::Sse {
+            events: cut_stream,
+            pause: None,
+            cut_after: Some(3),
+        },
         Reply::sse(anthropic::text_stream(&["made it"])),
     ])
     .await
@@ -225,7 +290,10 @@ async fn dropped_connections_and_cut_bodies_are_retried_as_connection_failures()
     let (r, notes) = run(&fake, fast(5)).await;
     let reply = r.unwrap();
     assert_eq!(reply.attempts, 4);
-    assert_eq!(reply.content, vec![mur_actors::model::ContentBlock::text("made it")]);
+    assert_eq!(
+        reply.content,
+        vec![mur_actors::model::ContentBlock::text("made it")]
+    );
     let notes = notes.all();
     assert_eq!(notes.len(), 3);
     for n in &notes {
@@ -233,28 +301,53 @@ async fn dropped_connections_and_cut_bodies_are_retried_as_connection_failures()
         assert_eq!(n.provider_status, None);
     }
     let url = format!("{}/v1/messages", fake.endpoint());
-    assert!(notes[0].error.starts_with(&format!("the connection to {url} closed before a reply arrived")), "{}", notes[0].error);
-    assert!(notes[1].error.starts_with(&format!("the connection to {url} dropped in the middle of the reply")), "{}", notes[1].error);
-    assert!(notes[2].error.starts_with(&format!("the connection to {url} dropped in the middle of the reply")), "{}", notes[2].error);
+    assert!(
+        notes[0].error.starts_with(&format!(
+            "the connection to {url} closed before a reply arrived"
+        )),
+        "{}",
+        notes[0].error
+    );
+    assert!(
+        notes[1].error.starts_with(&format!(
+            "the connection to {url} dropped in the middle of the reply"
+        )),
+        "{}",
+        notes[1].error
+    );
+    assert!(
+        notes[2].error.starts_with(&format!(
+            "the connection to {url} dropped in the middle of the reply"
+        )),
+        "{}",
+        notes[2].error
+    );
 }
 
 #[tokio::test]
 async fn a_hung_provider_times_out_and_is_retried() {
-    let fake = FakeProvider::start([Reply::Hang, Reply::Hang]).await.unwrap();
+    let fake = FakeProvider::start([Reply::Hang, Reply::Hang])
+        .await
+        .unwrap();
     let mut cfg = config("murmur/driver-anthropic", &fake.endpoint());
     cfg.retry = fast(1);
     cfg.request_timeout = Duration::from_millis(300);
     let d = drivers::anthropic(cfg).unwrap();
     let notes = Notes::default();
     let started = Instant::now();
-    let e = bounded(d.infer(&simple("m", "x"), &notes)).await.unwrap_err();
+    let e = bounded(d.infer(&simple("m", "x"), &notes))
+        .await
+        .unwrap_err();
     assert!(started.elapsed() >= Duration::from_millis(600));
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(e.kind, InferErrorKind::Driver);
     assert_eq!(e.retry_stopped.as_deref(), Some("max_retries"));
     assert_eq!(
         e.message,
-        format!("no reply from {}/v1/messages within 300 ms (timed out) (gave up after 2 attempts)", fake.endpoint())
+        format!(
+            "no reply from {}/v1/messages within 300 ms (timed out) (gave up after 2 attempts)",
+            fake.endpoint()
+        )
     );
     assert_eq!(notes.all()[0].reason, "connection");
     assert_eq!(fake.requests().len(), 2);
@@ -266,18 +359,29 @@ async fn a_refused_connection_is_not_retried() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let mut cfg = config("murmur/driver-openai", &format!("http://127.0.0.1:{port}/v1"));
+    let mut cfg = config(
+        "murmur/driver-openai",
+        &format!("http://127.0.0.1:{port}/v1"),
+    );
     cfg.retry = fast(5);
     let d = drivers::openai(cfg).unwrap();
     let notes = Notes::default();
-    let e = bounded(d.infer(&simple("m", "x"), &notes)).await.unwrap_err();
+    let e = bounded(d.infer(&simple("m", "x"), &notes))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind, InferErrorKind::Driver);
     assert!(
-        e.message.starts_with(&format!("could not connect to http://127.0.0.1:{port}/v1/chat/completions: ")),
+        e.message.starts_with(&format!(
+            "could not connect to http://127.0.0.1:{port}/v1/chat/completions: "
+        )),
         "{}",
         e.message
     );
-    assert!(e.message.to_lowercase().contains("refused"), "{}", e.message);
+    assert!(
+        e.message.to_lowercase().contains("refused"),
+        "{}",
+        e.message
+    );
     assert!(notes.all().is_empty());
 }
 
@@ -296,13 +400,22 @@ async fn an_overloaded_error_inside_a_stream_is_retried() {
     assert_eq!(r.unwrap().attempts, 2);
     let n = &notes.all()[0];
     assert_eq!(n.reason, "driver");
-    assert!(n.error.ends_with("reported an error: overloaded_error: Overloaded"), "{}", n.error);
+    assert!(
+        n.error
+            .ends_with("reported an error: overloaded_error: Overloaded"),
+        "{}",
+        n.error
+    );
 }
 
 #[tokio::test]
 async fn openai_retries_a_429_then_reads_the_stream() {
     let fake = FakeProvider::start([
-        Reply::status_with_headers(429, &[("retry-after-ms", "20")], json!({"error": {"message": "Rate limit", "type": "requests"}})),
+        Reply::status_with_headers(
+            429,
+            &[("retry-after-ms", "20")],
+            json!({"error": {"message": "Rate limit", "type": "requests"}}),
+        ),
         Reply::sse(openai::chat_text_stream(&["fine"])),
     ])
     .await
@@ -311,9 +424,17 @@ async fn openai_retries_a_429_then_reads_the_stream() {
     cfg.retry = fast(2);
     let d = drivers::openai(cfg).unwrap();
     let notes = Notes::default();
-    let reply = bounded(d.infer(&simple("gpt-4.1", "x"), &notes)).await.unwrap();
+    let reply = bounded(d.infer(&simple("gpt-4.1", "x"), &notes))
+        .await
+        .unwrap();
     assert_eq!(reply.stop_reason, StopReason::EndTurn);
     assert_eq!(reply.attempts, 2);
     assert_eq!(notes.all()[0].delay_ms, 20);
-    assert_eq!(notes.all()[0].error, format!("HTTP 429 from {}/chat/completions: requests: Rate limit", fake.openai_endpoint()));
+    assert_eq!(
+        notes.all()[0].error,
+        format!(
+            "HTTP 429 from {}/chat/completions: requests: Rate limit",
+            fake.openai_endpoint()
+        )
+    );
 }

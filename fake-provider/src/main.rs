@@ -4,7 +4,7 @@
 //! `fake-provider --port 8089 --text "hello"` then point `gateway.endpoint` at
 //! `http://127.0.0.1:8089/v1` (OpenAI) or `http://127.0.0.1:8089` (Anthropic).
 
-use fake_provider::{Fallback, FakeProvider};
+use fake_provider::{FakeProvider, Fallback};
 
 const USAGE: &str = "usage: fake-provider [--port N] [--text TEXT]\n\
   Answers POST /v1/messages, /v1/chat/completions and /v1/responses with TEXT\n\

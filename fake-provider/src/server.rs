@@ -50,7 +50,10 @@ pub(crate) async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<S
 }
 
 /// Records one request and answers it with the next scripted reply (or the fallback).
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, DropConnection> {
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, DropConnection> {
     let arrived = Instant::now();
     let method = req.method().to_string();
     let path = req
@@ -61,7 +64,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     let headers = req
         .headers()
         .iter()
-        .map(|(k, v)| (k.as_str().to_string(), record_header(k.as_str(), v.as_bytes())))
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                record_header(k.as_str(), v.as_bytes()),
+            )
+        })
         .collect();
     let raw = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
@@ -103,7 +111,12 @@ async fn respond(shared: &Shared, reply: Reply) -> Result<Response<Body>, DropCo
             status,
             headers,
             body,
-        } => Ok(build(status, "application/json", &headers, full(body.to_string()))),
+        } => Ok(build(
+            status,
+            "application/json",
+            &headers,
+            full(body.to_string()),
+        )),
         Reply::Text {
             status,
             content_type,
@@ -114,7 +127,12 @@ async fn respond(shared: &Shared, reply: Reply) -> Result<Response<Body>, DropCo
             events,
             pause,
             cut_after,
-        } => Ok(build(200, "text/event-stream", &[], sse_body(events, pause, cut_after))),
+        } => Ok(build(
+            200,
+            "text/event-stream",
+            &[],
+            sse_body(events, pause, cut_after),
+        )),
         Reply::Drop => Err(DropConnection),
         Reply::Partial { status, body } => {
             let declared = body.len() + 4096;
@@ -159,7 +177,12 @@ fn full(text: String) -> Body {
         .boxed_unsync()
 }
 
-fn build(status: u16, content_type: &str, headers: &[(String, String)], body: Body) -> Response<Body> {
+fn build(
+    status: u16,
+    content_type: &str,
+    headers: &[(String, String)],
+    body: Body,
+) -> Response<Body> {
     let mut builder = Response::builder()
         .status(status)
         .header("content-type", content_type);
@@ -174,7 +197,11 @@ fn build(status: u16, content_type: &str, headers: &[(String, String)], body: Bo
 }
 
 /// A chunked event-stream body: one frame per event, optional pause, optional cut.
-fn sse_body(events: Vec<SseEvent>, pause: Option<(usize, Duration)>, cut_after: Option<usize>) -> Body {
+fn sse_body(
+    events: Vec<SseEvent>,
+    pause: Option<(usize, Duration)>,
+    cut_after: Option<usize>,
+) -> Body {
     let stream = futures::stream::unfold(0usize, move |i| {
         let events = events.clone();
         async move {
@@ -196,7 +223,12 @@ fn sse_body(events: Vec<SseEvent>, pause: Option<(usize, Duration)>, cut_after: 
 }
 
 /// The reply for a request past the script.
-fn fallback_reply(fallback: Option<&Fallback>, index: usize, path: &str, body: Option<&Value>) -> Reply {
+fn fallback_reply(
+    fallback: Option<&Fallback>,
+    index: usize,
+    path: &str,
+    body: Option<&Value>,
+) -> Reply {
     use crate::builders::{anthropic, openai};
     let Some(Fallback::Text(text)) = fallback else {
         return Reply::Text {

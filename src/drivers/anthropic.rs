@@ -49,7 +49,12 @@ impl AnthropicOptions {
         let opts = Options::new(
             artifact,
             config,
-            &["prompt_cache", "thinking", "thinking_budget_tokens", "beta_features"],
+            &[
+                "prompt_cache",
+                "thinking",
+                "thinking_budget_tokens",
+                "beta_features",
+            ],
         )?;
         Ok(AnthropicOptions {
             prompt_cache: opts.switch("prompt_cache")?.unwrap_or(true),

@@ -83,14 +83,20 @@ pub(crate) fn parse_message(url: &str, v: Value) -> Result<InferReply, Failure> 
             Some("tool_use") => content.push(ContentBlock::ToolCall {
                 id: str_of(b, "id"),
                 name: str_of(b, "name"),
-                input: b.get("input").cloned().unwrap_or_else(|| Value::Object(Default::default())),
+                input: b
+                    .get("input")
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Default::default())),
             }),
             Some("thinking") => {
                 let text = str_of(b, "thinking");
                 if !text.is_empty() {
                     content.push(ContentBlock::Thinking {
                         text,
-                        signature: b.get("signature").and_then(Value::as_str).map(str::to_string),
+                        signature: b
+                            .get("signature")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
                     });
                 }
             }
@@ -203,7 +209,10 @@ impl StreamAssembler for AnthropicStream {
                 let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
                 let delta = data.get("delta").cloned().unwrap_or(Value::Null);
                 let piece = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("");
-                match (self.block(index)?, delta.get("type").and_then(Value::as_str)) {
+                match (
+                    self.block(index)?,
+                    delta.get("type").and_then(Value::as_str),
+                ) {
                     (Block::Text(t), Some("text_delta")) => t.push_str(piece("text")),
                     (Block::Tool { json, .. }, Some("input_json_delta")) => {
                         json.push_str(piece("partial_json"))
@@ -230,7 +239,10 @@ impl StreamAssembler for AnthropicStream {
             "message_stop" => return Ok(true),
             "error" => {
                 let said = provider_message(event.data.as_bytes());
-                let message = format!("the event stream from {} reported an error: {said}", self.url);
+                let message = format!(
+                    "the event stream from {} reported an error: {said}",
+                    self.url
+                );
                 let transient = matches!(
                     data.pointer("/error/type").and_then(Value::as_str),
                     Some("overloaded_error" | "api_error" | "rate_limit_error")

@@ -164,7 +164,11 @@ mod tests {
 
     #[test]
     fn debug_hides_the_key() {
-        let cfg = HttpDriverConfig::new("murmur/driver-openai", "https://x", Some("sk-secret".into()));
+        let cfg = HttpDriverConfig::new(
+            "murmur/driver-openai",
+            "https://x",
+            Some("sk-secret".into()),
+        );
         let shown = format!("{cfg:?}");
         assert!(!shown.contains("sk-secret"), "{shown}");
         assert!(shown.contains("[redacted]"));

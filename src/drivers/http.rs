@@ -52,8 +52,8 @@ impl Transport {
         auth: AuthStyle,
         extra: &[(&'static str, String)],
     ) -> Result<Transport, String> {
-        let endpoint = validate_endpoint(&cfg.endpoint)
-            .map_err(|e| format!("{}: {e}", cfg.artifact))?;
+        let endpoint =
+            validate_endpoint(&cfg.endpoint).map_err(|e| format!("{}: {e}", cfg.artifact))?;
         let secret = cfg
             .api_key
             .as_ref()
@@ -155,7 +155,13 @@ impl Transport {
         Err(self.status_failure(url, status, &said, retry_after))
     }
 
-    fn status_failure(&self, url: &str, status: u16, said: &str, retry_after: Option<u64>) -> Failure {
+    fn status_failure(
+        &self,
+        url: &str,
+        status: u16,
+        said: &str,
+        retry_after: Option<u64>,
+    ) -> Failure {
         if status == 401 || status == 403 {
             let message = if self.keyless {
                 format!(
@@ -168,7 +174,8 @@ impl Transport {
                     self.artifact
                 )
             };
-            let mut e = mur_actors::model::InferError::new(InferErrorKind::CredentialRejected, message);
+            let mut e =
+                mur_actors::model::InferError::new(InferErrorKind::CredentialRejected, message);
             e.provider_status = Some(status);
             return Failure::Fatal(e);
         }
@@ -302,16 +309,29 @@ mod tests {
     #[test]
     fn provider_messages_in_every_shape() {
         assert_eq!(
-            provider_message(br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#),
+            provider_message(
+                br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#
+            ),
             "rate_limit_error: slow down"
         );
         assert_eq!(
-            provider_message(br#"{"error":{"message":"bad model","type":"invalid_request_error","code":null}}"#),
+            provider_message(
+                br#"{"error":{"message":"bad model","type":"invalid_request_error","code":null}}"#
+            ),
             "invalid_request_error: bad model"
         );
-        assert_eq!(provider_message(br#"{"error":"model not found"}"#), "model not found");
-        assert_eq!(provider_message(b"  <html>oops</html> "), "<html>oops</html>");
+        assert_eq!(
+            provider_message(br#"{"error":"model not found"}"#),
+            "model not found"
+        );
+        assert_eq!(
+            provider_message(b"  <html>oops</html> "),
+            "<html>oops</html>"
+        );
         assert_eq!(provider_message(b""), "(empty body)");
-        assert_eq!(provider_message("é".repeat(400).as_bytes()).chars().count(), 301);
+        assert_eq!(
+            provider_message("é".repeat(400).as_bytes()).chars().count(),
+            301
+        );
     }
 }

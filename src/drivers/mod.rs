@@ -54,7 +54,10 @@ pub fn openai(cfg: HttpDriverConfig) -> Result<Arc<dyn ModelDriver>, String> {
 
 /// Builds the built-in HTTP driver named `name` (`murmur/driver-anthropic` or
 /// `murmur/driver-openai`); `None` when the name is not one of them.
-pub fn http_driver(name: &str, cfg: HttpDriverConfig) -> Option<Result<Arc<dyn ModelDriver>, String>> {
+pub fn http_driver(
+    name: &str,
+    cfg: HttpDriverConfig,
+) -> Option<Result<Arc<dyn ModelDriver>, String>> {
     match name {
         ANTHROPIC_DRIVER => Some(anthropic(cfg)),
         OPENAI_DRIVER => Some(openai(cfg)),

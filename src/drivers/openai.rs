@@ -56,7 +56,11 @@ impl OpenAiApi {
         let name = model.rsplit('/').next().unwrap_or(model);
         let major = name
             .strip_prefix("gpt-")
-            .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect::<String>())
+            .map(|rest| {
+                rest.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
             .and_then(|d| d.parse::<u32>().ok());
         match major {
             Some(n) if n >= 5 => OpenAiApi::Responses,
@@ -86,11 +90,9 @@ impl OpenAiOptions {
             None => None,
             Some("chat") => Some(OpenAiApi::Chat),
             Some("responses") => Some(OpenAiApi::Responses),
-            Some(other) => {
-                return Err(format!(
-                    "{artifact}: inference.driver.config.api must be chat or responses, not '{other}'"
-                ))
-            }
+            Some(other) => return Err(format!(
+                "{artifact}: inference.driver.config.api must be chat or responses, not '{other}'"
+            )),
         };
         Ok(OpenAiOptions {
             reasoning_effort: opts.string("reasoning_effort")?,
@@ -134,7 +136,9 @@ impl OpenAiDriver {
 
     /// The surface this driver uses for `model`.
     pub fn api_for(&self, model: &str) -> OpenAiApi {
-        self.options.api.unwrap_or_else(|| OpenAiApi::for_model(model))
+        self.options
+            .api
+            .unwrap_or_else(|| OpenAiApi::for_model(model))
     }
 
     /// The request body for a neutral request, on the surface the model needs.
@@ -224,7 +228,11 @@ fn chat_messages(req: &InferRequest) -> Vec<Value> {
                 if calls.is_empty() {
                     out.push(json!({"role": "assistant", "content": text}));
                 } else {
-                    let content = if text.is_empty() { Value::Null } else { json!(text) };
+                    let content = if text.is_empty() {
+                        Value::Null
+                    } else {
+                        json!(text)
+                    };
                     out.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
                 }
             }
@@ -296,10 +304,23 @@ mod tests {
 
     #[test]
     fn surface_by_model_name() {
-        for m in ["gpt-5", "gpt-5.1", "gpt-5.2-codex", "gpt-6-mini", "openai/gpt-5"] {
+        for m in [
+            "gpt-5",
+            "gpt-5.1",
+            "gpt-5.2-codex",
+            "gpt-6-mini",
+            "openai/gpt-5",
+        ] {
             assert_eq!(OpenAiApi::for_model(m), OpenAiApi::Responses, "{m}");
         }
-        for m in ["gpt-4.1", "gpt-4", "o3-mini-high", "llama3.1:8b", "qwen2.5", "gpt-oss-20b"] {
+        for m in [
+            "gpt-4.1",
+            "gpt-4",
+            "o3-mini-high",
+            "llama3.1:8b",
+            "qwen2.5",
+            "gpt-oss-20b",
+        ] {
             assert_eq!(OpenAiApi::for_model(m), OpenAiApi::Chat, "{m}");
         }
     }

@@ -48,7 +48,10 @@ fn merge_usage(usage: &mut Usage, v: &Value) {
     if let Some(n) = count(v, "completion_tokens") {
         usage.output_tokens = Some(n);
     }
-    if let Some(n) = v.get("prompt_tokens_details").and_then(|d| count(d, "cached_tokens")) {
+    if let Some(n) = v
+        .get("prompt_tokens_details")
+        .and_then(|d| count(d, "cached_tokens"))
+    {
         usage.cached_tokens = Some(n);
     }
     if let Some(n) = v

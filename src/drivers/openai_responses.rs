@@ -6,7 +6,9 @@
 //! carries the whole response, which is what is parsed; the deltas before it are kept only in
 //! case a server sends a terminal event without its `output`.
 
-use mur_actors::model::{ContentBlock, InferErrorKind, InferReply, InferRequest, Message, StopReason, Usage};
+use mur_actors::model::{
+    ContentBlock, InferErrorKind, InferReply, InferRequest, Message, StopReason, Usage,
+};
 use serde_json::{json, Map, Value};
 
 use super::body::{count, StreamAssembler};
@@ -40,7 +42,12 @@ pub(crate) fn responses_body(req: &InferRequest, opts: &OpenAiOptions) -> Value 
                     }));
                 }
                 for b in content {
-                    if let ContentBlock::ToolCall { id, name, input: args } = b {
+                    if let ContentBlock::ToolCall {
+                        id,
+                        name,
+                        input: args,
+                    } = b
+                    {
                         input.push(json!({
                             "type": "function_call", "call_id": id, "name": name,
                             "arguments": arguments_string(args)
@@ -118,7 +125,12 @@ pub(crate) fn parse_response(url: &str, v: &Value) -> Result<InferReply, Failure
     for item in output {
         match item.get("type").and_then(Value::as_str) {
             Some("message") => {
-                for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     match part.get("type").and_then(Value::as_str) {
                         Some("output_text") => {
                             text.push_str(part.get("text").and_then(Value::as_str).unwrap_or(""))
@@ -142,11 +154,20 @@ pub(crate) fn parse_response(url: &str, v: &Value) -> Result<InferReply, Failure
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string(),
-                name: item.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                name: item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 input: arguments(item.get("arguments")),
             }),
             Some("reasoning") => {
-                for s in item.get("summary").and_then(Value::as_array).into_iter().flatten() {
+                for s in item
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     if let Some(t) = s.get("text").and_then(Value::as_str) {
                         thinking.push_str(t);
                     }

@@ -63,7 +63,12 @@ pub(crate) fn status_is_retryable(status: u16) -> bool {
 
 /// Reads `retry-after-ms` (integer ms) or `retry-after` (seconds or an HTTP date) from headers.
 pub(crate) fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         if ms.is_finite() && ms >= 0.0 {
             return Some(ms.ceil() as u64);
@@ -158,8 +163,8 @@ where
                         retry_stopped: Some(stop.to_string()),
                     });
                 }
-                let delay_ms =
-                    retry_after_ms.unwrap_or_else(|| backoff_ms(policy, retries_done, random_u64()));
+                let delay_ms = retry_after_ms
+                    .unwrap_or_else(|| backoff_ms(policy, retries_done, random_u64()));
                 sink.retrying(RetryNote {
                     attempt: n,
                     max_retries: policy.max_retries,
