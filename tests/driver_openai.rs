@@ -370,3 +370,48 @@ async fn driver_config_picks_the_api_and_forwards_dials() {
         "murmur/driver-openai: inference.driver.config.api must be chat or responses, not 'completions'"
     );
 }
+
+#[tokio::test]
+async fn the_fake_providers_fallback_answers_every_api_in_its_own_shape() {
+    let fake = FakeProvider::start_on(
+        "127.0.0.1:0",
+        [],
+        Some(fake_provider::Fallback::Text("canned".into())),
+    )
+    .await
+    .unwrap();
+    let openai = driver(&fake);
+    let anthropic =
+        drivers::anthropic(config("murmur/driver-anthropic", &fake.endpoint())).unwrap();
+    for (d, model) in [
+        (&openai, "llama"),
+        (&openai, "gpt-5"),
+        (&anthropic, "claude-haiku-4-5"),
+    ] {
+        let reply = bounded(d.infer(&simple(model, "x"), &NoRetrySink))
+            .await
+            .unwrap();
+        assert_eq!(reply.content, vec![ContentBlock::text("canned")], "{model}");
+        assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    }
+    let paths: Vec<String> = fake.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        paths,
+        ["/v1/chat/completions", "/v1/responses", "/v1/messages"]
+    );
+}
+
+#[tokio::test]
+async fn requests_past_the_script_get_a_418_naming_them() {
+    let fake = FakeProvider::start([]).await.unwrap();
+    let e = bounded(driver(&fake).infer(&simple("m", "x"), &NoRetrySink))
+        .await
+        .unwrap_err();
+    assert_eq!(e.provider_status, Some(418));
+    assert!(
+        e.message
+            .ends_with("fake-provider: no scripted reply for request #0 (/v1/chat/completions)"),
+        "{}",
+        e.message
+    );
+}

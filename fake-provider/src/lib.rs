@@ -107,7 +107,8 @@ impl FakeProvider {
         self.shared.requests.lock().unwrap().clone()
     }
 
-    /// Releases every hung reply (they close their connection without answering).
+    /// Releases every hung reply: each closes its connection without answering, and a
+    /// [`Reply::Hang`] used from now on closes at once.
     pub fn release_hangs(&self) {
         self.shared.release.send_replace(true);
     }

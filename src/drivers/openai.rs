@@ -90,9 +90,11 @@ impl OpenAiOptions {
             None => None,
             Some("chat") => Some(OpenAiApi::Chat),
             Some("responses") => Some(OpenAiApi::Responses),
-            Some(other) => return Err(format!(
+            Some(other) => {
+                return Err(format!(
                 "{artifact}: inference.driver.config.api must be chat or responses, not '{other}'"
-            )),
+            ))
+            }
         };
         Ok(OpenAiOptions {
             reasoning_effort: opts.string("reasoning_effort")?,
