@@ -3,8 +3,8 @@
 //! Requests are stateless (`store: false` unless `driver.config.store` says otherwise): the whole
 //! history goes out as `input` items each call. Replies are one `response` object, or a stream
 //! of typed events whose terminal event (`response.completed` / `.incomplete` / `.failed`)
-//! carries the whole response, which is what is parsed; the deltas before it are kept only in
-//! case a server sends a terminal event without its `output`.
+//! carries the whole response, which is what is parsed; the text deltas before it are kept
+//! only in case a server sends a terminal event whose `output` is empty.
 
 use mur_actors::model::{
     ContentBlock, InferErrorKind, InferReply, InferRequest, Message, StopReason, Usage,

@@ -229,6 +229,11 @@ mod tests {
         );
         assert_eq!(retry_after_ms(&h), Some(0), "a past date means now");
         let mut h = HeaderMap::new();
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3));
+        h.insert("retry-after", HeaderValue::from_str(&later).unwrap());
+        let ms = retry_after_ms(&h).unwrap();
+        assert!((1000..=3000).contains(&ms), "a date 3 s ahead: {ms}");
+        let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(retry_after_ms(&h), None);
     }
