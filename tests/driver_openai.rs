@@ -236,14 +236,15 @@ async fn empty_choices_and_truncated_streams_are_malformed() {
 }
 
 #[tokio::test]
-async fn streamed_text_with_reasoning_content() {
+async fn streamed_text_with_reasoning_content_and_think_tags_split_across_chunks() {
     let events = vec![
         openai::chunk(
             json!({"role": "assistant", "reasoning_content": "Think"}),
             None,
         ),
         openai::chunk(json!({"reasoning_content": "ing."}), None),
-        openai::chunk(json!({"content": "Answer"}), None),
+        openai::chunk(json!({"content": "<thi"}), None),
+        openai::chunk(json!({"content": "nk>More.</think>\n\nAnswer"}), None),
         openai::chunk(json!({"content": "."}), Some("stop")),
         openai::done(),
     ];
@@ -253,7 +254,7 @@ async fn streamed_text_with_reasoning_content() {
         reply.content,
         vec![
             ContentBlock::Thinking {
-                text: "Thinking.".into(),
+                text: "Thinking.More.".into(),
                 signature: None
             },
             ContentBlock::text("Answer."),

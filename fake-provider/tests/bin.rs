@@ -46,5 +46,8 @@ fn bad_arguments_exit_2_with_usage() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("fake-provider: --port wants a number, got 'eighty'\nusage: fake-provider"), "{err}");
+    assert!(
+        err.starts_with("fake-provider: --port wants a number, got 'eighty'\nusage: fake-provider"),
+        "{err}"
+    );
 }

@@ -17,7 +17,8 @@
 //! - tool results are `role: tool` messages; the API has no error flag, the text says it;
 //! - a reply whose `finish_reason` is `stop` but which carries tool calls (some local servers do
 //!   this) is a tool call turn;
-//! - `reasoning_content` (vLLM, llama.cpp, DeepSeek) becomes a `thinking` block, never sent back;
+//! - `reasoning_content` (vLLM, llama.cpp, DeepSeek) and `<think>…</think>` spans in the text
+//!   (servers without a reasoning parser) become a `thinking` block, never sent back;
 //! - the request always streams with `stream_options.include_usage`; a JSON answer is accepted.
 //!
 //! `driver.config` keys: `reasoning_effort` (string, forwarded), `verbosity` (Responses

@@ -94,8 +94,37 @@ fn error_failure(url: &str, v: &Value) -> Option<Failure> {
     }
 }
 
+/// Splits `<think>…</think>` spans (how some local servers return reasoning) out of the text.
+/// An unclosed `<think>` runs to the end (the answer was cut inside its reasoning).
+fn split_think(text: &str) -> (String, String) {
+    let (mut thinking, mut rest) = (String::new(), String::new());
+    let mut s = text;
+    while let Some(start) = s.find("<think>") {
+        rest.push_str(&s[..start]);
+        let after = &s[start + "<think>".len()..];
+        match after.find("</think>") {
+            Some(end) => {
+                thinking.push_str(&after[..end]);
+                s = &after[end + "</think>".len()..];
+            }
+            None => {
+                thinking.push_str(after);
+                s = "";
+            }
+        }
+    }
+    rest.push_str(s);
+    (thinking.trim().to_string(), rest.trim_start().to_string())
+}
+
 /// Assembles the neutral content: thinking, then text, then tool calls.
 fn content(thinking: String, text: String, calls: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    let (thinking, text) = if text.contains("<think>") {
+        let (inline, rest) = split_think(&text);
+        (format!("{thinking}{inline}"), rest)
+    } else {
+        (thinking, text)
+    };
     let mut out = Vec::new();
     if !thinking.is_empty() {
         out.push(ContentBlock::Thinking {
@@ -297,5 +326,28 @@ impl StreamAssembler for ChatStream {
             usage: self.usage,
             attempts: 1,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_think;
+
+    #[test]
+    fn think_spans_are_split_from_the_answer() {
+        let split = |t: &str| split_think(t);
+        assert_eq!(
+            split("<think>\nPlan it.\n</think>\n\nThe answer."),
+            ("Plan it.".to_string(), "The answer.".to_string())
+        );
+        assert_eq!(
+            split("A <think>x</think>B"),
+            ("x".to_string(), "A B".to_string())
+        );
+        assert_eq!(
+            split("<think>cut off mid-thought"),
+            ("cut off mid-thought".to_string(), String::new())
+        );
+        assert_eq!(split("plain"), (String::new(), "plain".to_string()));
     }
 }
