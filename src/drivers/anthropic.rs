@@ -148,23 +148,21 @@ impl AnthropicDriver {
         let mut out: Vec<Value> = Vec::new();
         let mut results: Vec<Value> = Vec::new();
         for m in messages {
-            if let Message::Tool {
-                tool_call_id,
-                is_error,
-                content,
-            } = m
-            {
-                results.push(tool_result(tool_call_id, *is_error, content));
-                continue;
-            }
+            let (role, content) = match m {
+                Message::Tool {
+                    tool_call_id,
+                    is_error,
+                    content,
+                } => {
+                    results.push(tool_result(tool_call_id, *is_error, content));
+                    continue;
+                }
+                Message::User { content } => ("user", content),
+                Message::Assistant { content } => ("assistant", content),
+            };
             if !results.is_empty() {
                 out.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
             }
-            let (role, content) = match m {
-                Message::User { content } => ("user", content),
-                Message::Assistant { content } => ("assistant", content),
-                Message::Tool { .. } => unreachable!("handled above"),
-            };
             let blocks: Vec<Value> = content.iter().filter_map(|b| self.block(b)).collect();
             if !blocks.is_empty() {
                 out.push(json!({"role": role, "content": blocks}));

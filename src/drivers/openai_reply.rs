@@ -269,8 +269,8 @@ impl StreamAssembler for ChatStream {
                 .enumerate()
             {
                 let index = count(tc, "index").unwrap_or(pos as u64);
-                let call = match self.calls.iter_mut().position(|c| c.index == index) {
-                    Some(i) => &mut self.calls[i],
+                let at = match self.calls.iter().position(|c| c.index == index) {
+                    Some(i) => i,
                     None => {
                         self.calls.push(PartialCall {
                             index,
@@ -278,9 +278,10 @@ impl StreamAssembler for ChatStream {
                             name: String::new(),
                             arguments: String::new(),
                         });
-                        self.calls.last_mut().expect("just pushed")
+                        self.calls.len() - 1
                     }
                 };
+                let call = &mut self.calls[at];
                 let s = |p: &str| tc.pointer(p).and_then(Value::as_str).unwrap_or("");
                 if call.id.is_empty() {
                     call.id = s("/id").to_string();
