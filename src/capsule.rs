@@ -120,9 +120,7 @@ pub fn driver(loaded: &LoadedManifest) -> Result<Arc<dyn ModelDriver>, Diagnosti
             })?;
             Ok(Arc::new(driver))
         }
-        Some(BuiltinDriver::Anthropic) | Some(BuiltinDriver::OpenAi) => {
-            crate::http_drivers::build(loaded, decl)
-        }
+        Some(BuiltinDriver::Anthropic) | Some(BuiltinDriver::OpenAi) => http_driver(loaded, decl),
         None => Err(Diagnostic::error(
             "E-RUN-006",
             format!(
@@ -132,6 +130,67 @@ pub fn driver(loaded: &LoadedManifest) -> Result<Arc<dyn ModelDriver>, Diagnosti
             ),
         )),
     }
+}
+
+/// Build `murmur/driver-anthropic` or `murmur/driver-openai` from the manifest: the endpoint
+/// and key from the entry's `gateway:` (`${NAME}` from the environment or `.env`), retries from
+/// `inference.retry`, provider options from `inference.driver.config`.
+fn http_driver(
+    loaded: &LoadedManifest,
+    decl: &manifest::ArtifactDecl,
+) -> Result<Arc<dyn ModelDriver>, Diagnostic> {
+    let m = &loaded.manifest;
+    let inference = m.inference.as_ref().expect("a driver implies inference");
+    let Some(gateway) = &decl.gateway else {
+        return Err(Diagnostic::error(
+            "E-CAP-018",
+            format!(
+                "{}: artifact '{}' needs a gateway: with an endpoint and an api_key (or keyless: true)",
+                loaded.path.display(),
+                decl.name
+            ),
+        ));
+    };
+    let api_key = manifest::env::resolve_gateway_key(decl, &loaded.dir)?;
+    let mut cfg =
+        crate::drivers::HttpDriverConfig::new(decl.name.as_str(), &gateway.endpoint, api_key);
+    cfg.retry = crate::drivers::RetryPolicy {
+        max_retries: inference.retry.max_retries,
+        initial_delay_ms: inference.retry.initial_delay_ms,
+        max_delay_ms: inference.retry.max_delay_ms,
+    };
+    let mut options = inference.driver_config.clone();
+    // Timeouts are the runtime's, not the provider's: take them out before the driver checks
+    // its own keys.
+    if let Some(map) = options.as_object_mut() {
+        for (key, slot) in [
+            ("connect_timeout_secs", &mut cfg.connect_timeout),
+            ("request_timeout_secs", &mut cfg.request_timeout),
+        ] {
+            if let Some(v) = map.remove(key) {
+                match v.as_u64().filter(|n| *n > 0) {
+                    Some(n) => *slot = std::time::Duration::from_secs(n),
+                    None => {
+                        return Err(Diagnostic::error(
+                            "E-MAN-003",
+                            format!(
+                                "{}: invalid inference config for 'inference.driver.config.{key}': must be a positive number of seconds",
+                                loaded.path.display()
+                            ),
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    if !options.is_null() && options.as_object().is_none_or(|m| !m.is_empty()) {
+        cfg.driver_config = Some(options);
+    }
+    let built = match decl.builtin_driver() {
+        Some(BuiltinDriver::Anthropic) => crate::drivers::anthropic(cfg),
+        _ => crate::drivers::openai(cfg),
+    };
+    built.map_err(|e| Diagnostic::error("E-MAN-003", format!("{}: {e}", loaded.path.display())))
 }
 
 /// Everything `mur run` (or a delegation) needs to start this capsule.

@@ -8,7 +8,6 @@ pub mod children;
 pub mod diagnostic;
 pub mod door;
 pub mod drivers;
-pub mod http_drivers;
 pub mod launch;
 pub mod manifest;
 pub mod run;

@@ -386,6 +386,24 @@ impl Actor for Dispatcher {
                     duration_ms: started.elapsed().as_millis() as u64,
                     effect: None,
                 };
+                if !request.input.is_object() {
+                    // A driver keeps arguments it could not parse as a raw string: answer the
+                    // model with a tool error so it can try again.
+                    let raw = match &request.input {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    let text = format!(
+                        "'{}' expects a JSON object as its input; the arguments sent were not one: {}",
+                        request.name,
+                        crate::session::truncate(&raw, 200)
+                    );
+                    let d = refuse(CallKind::Tool, text, request);
+                    let _ = state
+                        .session
+                        .send_message(SessionMsg::ToolDone(Box::new(d)));
+                    return Ok(());
+                }
                 let (tool, kind) = match state.table.route(&request.name) {
                     Route::Refuse(text) => {
                         let d = refuse(CallKind::Tool, text, request);

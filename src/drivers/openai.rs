@@ -1,0 +1,330 @@
+//! `murmur/driver-openai`: OpenAI Chat Completions, and the Responses API for models that need it.
+//!
+//! The endpoint includes the API version (`https://api.openai.com/v1`, or a local server's
+//! `http://127.0.0.1:8080/v1`), so requests go to `{endpoint}/chat/completions` and
+//! `{endpoint}/responses`. Models named `gpt-<N>…` with N ≥ 5 use the Responses API, everything
+//! else (o-series, `gpt-4.1`, and the model names of vLLM, llama.cpp, Ollama) uses Chat
+//! Completions; `driver.config.api: chat|responses` overrides the choice.
+//!
+//! Translation choices:
+//! - tool call arguments are a JSON *string* on the wire. Arguments that do not parse (a model
+//!   emitting broken JSON) do not fail the call: the `tool_call` block's `input` is the raw
+//!   string itself (a JSON string, not an object). Every tool takes an object, so the runtime
+//!   refuses the call with a tool error the model can read and correct, and the turn goes on.
+//!   Empty arguments (common from local servers for tools without parameters) mean `{}`. When
+//!   such a call is sent back in the history, the raw string is sent verbatim as `arguments`.
+//! - assistant text that came with tool calls is kept (both on the way in and out);
+//! - tool results are `role: tool` messages; the API has no error flag, the text says it;
+//! - a reply whose `finish_reason` is `stop` but which carries tool calls (some local servers do
+//!   this) is a tool call turn;
+//! - `reasoning_content` (vLLM, llama.cpp, DeepSeek) and `<think>…</think>` spans in the text
+//!   (servers without a reasoning parser) become a `thinking` block, never sent back;
+//! - the request always streams with `stream_options.include_usage`; a JSON answer is accepted.
+//!
+//! `driver.config` keys: `reasoning_effort` (string, forwarded), `verbosity` (Responses
+//! `text.verbosity`), `thinking` (`enabled`: Responses reasoning summaries), `store` (Responses
+//! `store`, default false), `api` (`chat` or `responses`). Other keys are refused at build time.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use mur_actors::model::{
+    ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver, RetrySink,
+};
+use serde_json::{json, Map, Value};
+
+use super::body::read_reply;
+use super::config::{HttpDriverConfig, RetryPolicy};
+use super::http::{AuthStyle, Transport};
+use super::openai_reply::{parse_chat, ChatStream};
+use super::openai_responses::{responses_body, ResponsesStream};
+use super::options::Options;
+use super::retry::with_retries;
+
+/// Which OpenAI surface a request goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenAiApi {
+    /// `POST {endpoint}/chat/completions`.
+    Chat,
+    /// `POST {endpoint}/responses`.
+    Responses,
+}
+
+impl OpenAiApi {
+    /// The surface a model needs: Responses for `gpt-<N>` with N ≥ 5, else Chat Completions.
+    pub fn for_model(model: &str) -> OpenAiApi {
+        let name = model.rsplit('/').next().unwrap_or(model);
+        let major = name
+            .strip_prefix("gpt-")
+            .map(|rest| {
+                rest.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
+            .and_then(|d| d.parse::<u32>().ok());
+        match major {
+            Some(n) if n >= 5 => OpenAiApi::Responses,
+            _ => OpenAiApi::Chat,
+        }
+    }
+}
+
+/// Options read from `inference.driver.config`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OpenAiOptions {
+    pub(crate) reasoning_effort: Option<String>,
+    pub(crate) verbosity: Option<String>,
+    pub(crate) thinking: bool,
+    pub(crate) store: bool,
+    pub(crate) api: Option<OpenAiApi>,
+}
+
+impl OpenAiOptions {
+    fn parse(artifact: &str, config: Option<&Value>) -> Result<OpenAiOptions, String> {
+        let opts = Options::new(
+            artifact,
+            config,
+            &["reasoning_effort", "verbosity", "thinking", "store", "api"],
+        )?;
+        let api = match opts.string("api")?.as_deref() {
+            None => None,
+            Some("chat") => Some(OpenAiApi::Chat),
+            Some("responses") => Some(OpenAiApi::Responses),
+            Some(other) => {
+                return Err(format!(
+                "{artifact}: inference.driver.config.api must be chat or responses, not '{other}'"
+            ))
+            }
+        };
+        Ok(OpenAiOptions {
+            reasoning_effort: opts.string("reasoning_effort")?,
+            verbosity: opts.string("verbosity")?,
+            thinking: opts.switch("thinking")?.unwrap_or(false),
+            store: opts.switch("store")?.unwrap_or(false),
+            api,
+        })
+    }
+}
+
+/// The OpenAI driver. Built by [`super::openai`].
+pub struct OpenAiDriver {
+    name: String,
+    transport: Transport,
+    retry: RetryPolicy,
+    options: OpenAiOptions,
+}
+
+impl std::fmt::Debug for OpenAiDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiDriver")
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiDriver {
+    /// Builds the driver; the error names the artifact and what is wrong.
+    pub fn new(cfg: &HttpDriverConfig) -> Result<OpenAiDriver, String> {
+        let options = OpenAiOptions::parse(&cfg.artifact, cfg.driver_config.as_ref())?;
+        let transport = Transport::new(cfg, AuthStyle::Bearer, &[])?;
+        Ok(OpenAiDriver {
+            name: cfg.artifact.clone(),
+            transport,
+            retry: cfg.retry,
+            options,
+        })
+    }
+
+    /// The surface this driver uses for `model`.
+    pub fn api_for(&self, model: &str) -> OpenAiApi {
+        self.options
+            .api
+            .unwrap_or_else(|| OpenAiApi::for_model(model))
+    }
+
+    /// The request body for a neutral request, on the surface the model needs.
+    pub fn request_body(&self, req: &InferRequest) -> Value {
+        match self.api_for(&req.model) {
+            OpenAiApi::Chat => self.chat_body(req),
+            OpenAiApi::Responses => responses_body(req, &self.options),
+        }
+    }
+
+    fn chat_body(&self, req: &InferRequest) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(req.model));
+        body.insert("max_completion_tokens".into(), json!(req.max_tokens));
+        body.insert("messages".into(), Value::Array(chat_messages(req)));
+        if !req.tools.is_empty() {
+            let tools: Vec<Value> = req
+                .tools
+                .iter()
+                .map(|t| {
+                    let mut f = Map::new();
+                    f.insert("name".into(), json!(t.name));
+                    if let Some(d) = t.description.as_ref().filter(|d| !d.is_empty()) {
+                        f.insert("description".into(), json!(d));
+                    }
+                    f.insert("parameters".into(), t.parameters.clone());
+                    json!({"type": "function", "function": f})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(key) = &req.prompt_cache_key {
+            body.insert("prompt_cache_key".into(), json!(key));
+        }
+        if let Some(effort) = &self.options.reasoning_effort {
+            body.insert("reasoning_effort".into(), json!(effort));
+        }
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        Value::Object(body)
+    }
+}
+
+/// Joins the text blocks of a message with `\n`.
+pub(crate) fn joined_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Tool call arguments as the wire string: a raw string input goes back verbatim.
+pub(crate) fn arguments_string(input: &Value) -> String {
+    match input {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn chat_messages(req: &InferRequest) -> Vec<Value> {
+    let mut out = Vec::with_capacity(req.messages.len() + 1);
+    let system = req.system.trim();
+    if !system.is_empty() {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    for m in req.messages.iter() {
+        match m {
+            Message::User { content } => {
+                out.push(json!({"role": "user", "content": joined_text(content)}))
+            }
+            Message::Assistant { content } => {
+                let text = joined_text(content);
+                let calls: Vec<Value> = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolCall { id, name, input } => Some(json!({
+                            "id": id, "type": "function",
+                            "function": {"name": name, "arguments": arguments_string(input)}
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                if calls.is_empty() {
+                    out.push(json!({"role": "assistant", "content": text}));
+                } else {
+                    let content = if text.is_empty() {
+                        Value::Null
+                    } else {
+                        json!(text)
+                    };
+                    out.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
+                }
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => out.push(json!({
+                "role": "tool", "tool_call_id": tool_call_id, "content": joined_text(content)
+            })),
+        }
+    }
+    out
+}
+
+#[async_trait]
+impl ModelDriver for OpenAiDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn infer(
+        &self,
+        request: &InferRequest,
+        retries: &dyn RetrySink,
+    ) -> Result<InferReply, InferError> {
+        let api = self.api_for(&request.model);
+        let url = self.transport.url(match api {
+            OpenAiApi::Chat => "/chat/completions",
+            OpenAiApi::Responses => "/responses",
+        });
+        let body = Bytes::from(self.request_body(request).to_string());
+        let url = &url;
+        with_retries(&self.retry, retries, |_| {
+            let body = body.clone();
+            async move {
+                let attempt = async {
+                    let resp = self.transport.post(url, body).await?;
+                    match api {
+                        OpenAiApi::Chat => {
+                            read_reply(&self.transport, url, resp, ChatStream::new(url), |v| {
+                                parse_chat(url, v)
+                            })
+                            .await
+                        }
+                        OpenAiApi::Responses => {
+                            read_reply(&self.transport, url, resp, ResponsesStream::new(url), |v| {
+                                super::openai_responses::parse_response(url, &v)
+                            })
+                            .await
+                        }
+                    }
+                };
+                attempt.await.map_err(|f| self.transport.redact_failure(f))
+            }
+        })
+        .await
+    }
+}
+
+/// Builds `murmur/driver-openai` as a kernel driver.
+pub fn build(cfg: &HttpDriverConfig) -> Result<Arc<dyn ModelDriver>, String> {
+    Ok(Arc::new(OpenAiDriver::new(cfg)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn surface_by_model_name() {
+        for m in [
+            "gpt-5",
+            "gpt-5.1",
+            "gpt-5.2-codex",
+            "gpt-6-mini",
+            "openai/gpt-5",
+        ] {
+            assert_eq!(OpenAiApi::for_model(m), OpenAiApi::Responses, "{m}");
+        }
+        for m in [
+            "gpt-4.1",
+            "gpt-4",
+            "o3-mini-high",
+            "llama3.1:8b",
+            "qwen2.5",
+            "gpt-oss-20b",
+        ] {
+            assert_eq!(OpenAiApi::for_model(m), OpenAiApi::Chat, "{m}");
+        }
+    }
+}
