@@ -21,10 +21,16 @@ use crate::manifest::{self, LoadedManifest};
 /// Finds the folder holding a capsule's extracted manifest.
 pub type Locator = dyn Fn(&str, &str) -> Result<PathBuf, String> + Send + Sync;
 
+/// One capsule, loaded once: its manifest and its driver.
+struct Loaded {
+    manifest: LoadedManifest,
+    driver: Arc<dyn ModelDriver>,
+}
+
 /// A resolver over stores (or any [`Locator`]) with a per-capsule cache.
 pub struct ManifestResolver {
     locate: Box<Locator>,
-    cache: Mutex<HashMap<(String, String), Arc<(LoadedManifest, Arc<dyn ModelDriver>)>>>,
+    cache: Mutex<HashMap<(String, String), Arc<Loaded>>>,
 }
 
 impl ManifestResolver {
@@ -36,11 +42,7 @@ impl ManifestResolver {
         }
     }
 
-    fn load(
-        &self,
-        name: &str,
-        version: &str,
-    ) -> Result<Arc<(LoadedManifest, Arc<dyn ModelDriver>)>, String> {
+    fn load(&self, name: &str, version: &str) -> Result<Arc<Loaded>, String> {
         let key = (name.to_string(), version.to_string());
         if let Some(hit) = self.cache.lock().expect("resolver cache").get(&key) {
             return Ok(hit.clone());
@@ -62,7 +64,10 @@ impl ManifestResolver {
                 d.message
             )
         })?;
-        let entry = Arc::new((loaded, driver));
+        let entry = Arc::new(Loaded {
+            manifest: loaded,
+            driver,
+        });
         self.cache
             .lock()
             .expect("resolver cache")
@@ -113,7 +118,7 @@ pub fn exceeds(child: &Grants, parent: &Grants) -> Option<String> {
 impl CapsuleResolver for ManifestResolver {
     async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
         let entry = self.load(&r.capsule, &r.version)?;
-        let (loaded, driver) = (&entry.0, entry.1.clone());
+        let (loaded, driver) = (&entry.manifest, entry.driver.clone());
         let child_grants = capsule::grants(&loaded.manifest);
         if let Some(what) = exceeds(&child_grants, &r.parent_grants) {
             return Err(format!(

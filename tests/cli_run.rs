@@ -255,7 +255,7 @@ fn max_turns_and_failures_exit_non_zero_with_their_status() {
 
 /// Start `mur run` in the background on a slow script; returns the child and its first lines.
 fn start_slow(p: &Project) -> (std::process::Child, String, String) {
-    scripted(&p, "", "turns:\n  - delay_ms: 20000\n    say: late\n");
+    scripted(p, "", "turns:\n  - delay_ms: 20000\n    say: late\n");
     let mut child = mur()
         .args(["run", "--task", "wait"])
         .current_dir(p.path())
