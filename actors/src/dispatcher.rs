@@ -220,6 +220,12 @@ impl ToolTable {
     /// Decide where `name` goes, in precedence order.
     pub fn route(&self, name: &str) -> Route {
         if let Some(rt) = RUNTIME_TOOLS.iter().find(|t| **t == name) {
+            // Held (so granted) and answered by an edge executor: run it like any tool.
+            if let Some(t) = self.tools.get(name) {
+                if self.executors.runtime.contains_key(name) {
+                    return Route::Exec(t.clone(), CallKind::Tool);
+                }
+            }
             return Route::Runtime(rt);
         }
         let held = self.tools.get(name);
@@ -289,13 +295,31 @@ impl ToolTable {
         Some(missing)
     }
 
-    /// The executor for a kind of tool.
-    pub fn executor(&self, kind: &ToolKind) -> Arc<dyn ToolExecutor> {
-        match kind {
+    /// The executor for a tool.
+    pub fn executor(&self, tool: &ToolDecl) -> Arc<dyn ToolExecutor> {
+        match &tool.kind {
             ToolKind::Shell { .. } => self.executors.shell.clone(),
             ToolKind::Skill { .. } => self.executors.skill.clone(),
-            ToolKind::Native { .. } | ToolKind::Runtime => self.executors.native.clone(),
+            ToolKind::Runtime => self
+                .executors
+                .runtime
+                .get(&tool.name)
+                .cloned()
+                .unwrap_or_else(|| self.executors.native.clone()),
+            ToolKind::Native { .. } => self.executors.native.clone(),
         }
+    }
+
+    /// A trace sink for calls whose lines hang off `parent`.
+    pub fn sink(trace: &ActorRef<TraceMsg>, parent: &str) -> crate::tool::TraceSink {
+        let trace = trace.clone();
+        let parent = parent.to_string();
+        Arc::new(move |mut e: crate::trace::TraceEvent| {
+            if e.parent_id.is_none() {
+                e.parent_id = Some(parent.clone());
+            }
+            let _ = trace.send_message(TraceMsg::Append(e));
+        })
     }
 }
 
@@ -497,8 +521,10 @@ impl Actor for Dispatcher {
                         .send_message(SessionMsg::ToolDone(Box::new(d)));
                     return Ok(());
                 }
-                let executor = state.table.executor(&tool.kind);
+                let executor = state.table.executor(&tool);
                 let exec = ExecRequest {
+                    session_id: state.delegation.session_id.clone(),
+                    trace: ToolTable::sink(&state.trace, &request.parent_event),
                     tool: tool.clone(),
                     input: request.input.clone(),
                     workdir: state.table.paths.workdir.clone(),
@@ -576,6 +602,11 @@ impl DelegateCtx {
             .iter()
             .find(|f| bare(f) == capsule || f.as_str() == capsule)
             .map(String::as_str)
+    }
+
+    /// The delegating session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
     }
 
     /// How long a waiting plan step gives a child.

@@ -15,7 +15,7 @@ use crate::delegation::{OutcomeStatus, MAX_ANSWER_BYTES};
 use crate::dispatcher::{missing_required, DelegateCtx, Route, ToolTable};
 use crate::plan::{StepOutcome, StepRunner};
 use crate::session::truncate;
-use crate::tool::{ExecRequest, ExecStatus, ToolKind};
+use crate::tool::{ExecRequest, ExecStatus};
 use crate::trace::{TraceEvent, TraceMsg};
 
 /// The session side of a running plan.
@@ -74,12 +74,14 @@ impl StepRunner for PlanSteps {
         }
         let paths = self.table.paths();
         let request = ExecRequest {
+            session_id: self.delegation.session_id().to_string(),
+            trace: crate::dispatcher::ToolTable::sink(&self.trace, &self.session_event),
             tool: decl.clone(),
             input,
             workdir: paths.workdir.clone(),
             records_dir: paths.records_dir.clone(),
         };
-        match self.table.executor(&decl.kind).execute(request).await {
+        match self.table.executor(&decl).execute(request).await {
             Ok(out) if out.status == ExecStatus::Passed => {
                 StepOutcome::Success { output: out.text }
             }
@@ -98,11 +100,11 @@ impl StepRunner for PlanSteps {
                 error: format!("binary '{binary}' is not in capabilities.shell.allow"),
             };
         }
-        let kind = ToolKind::Shell { binary };
+        let shell = crate::provided::shell_tool(&binary);
         let paths = self.table.paths();
         let run = self
             .table
-            .executor(&kind)
+            .executor(&shell)
             .run_argv(argv, paths.workdir.clone(), paths.records_dir.clone())
             .await;
         match run {

@@ -101,6 +101,7 @@ mod tests {
                 shell: n.clone(),
                 native: n.clone(),
                 skill: n,
+                runtime: Default::default(),
             },
             capture: Capture::Meta,
             tool_refresh: "compaction".into(),

@@ -101,8 +101,10 @@ impl ToolDecl {
 }
 
 /// One call handed to an executor.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ExecRequest {
+    /// The session making the call.
+    pub session_id: String,
     /// The held tool.
     pub tool: Arc<ToolDecl>,
     /// The model's input object.
@@ -111,6 +113,17 @@ pub struct ExecRequest {
     pub workdir: PathBuf,
     /// The session's records folder (full outputs, logs).
     pub records_dir: PathBuf,
+    /// Where the executor writes trace lines of its own (`peer_handle_mint`, …); lines without a
+    /// parent hang off the call's turn.
+    pub trace: TraceSink,
+}
+
+/// Appends trace lines to the calling session's trace.
+pub type TraceSink = Arc<dyn Fn(crate::trace::TraceEvent) + Send + Sync>;
+
+/// A sink that drops every line (for calls made outside a session).
+pub fn no_trace() -> TraceSink {
+    Arc::new(|_| {})
 }
 
 /// Whether the tool reported success.
@@ -195,4 +208,6 @@ pub struct Executors {
     pub native: Arc<dyn ToolExecutor>,
     /// Skills.
     pub skill: Arc<dyn ToolExecutor>,
+    /// Runtime-provided tools answered by the edges (`share-file`, `fetch-peer-file`), by name.
+    pub runtime: std::collections::HashMap<String, Arc<dyn ToolExecutor>>,
 }

@@ -20,5 +20,6 @@ pub fn executors(deadline: Duration) -> Executors {
         shell: Arc::new(shell::ShellExecutor { deadline }),
         native: Arc::new(native::NativeExecutor),
         skill: Arc::new(skill::SkillExecutor),
+        runtime: Default::default(),
     }
 }
