@@ -31,7 +31,7 @@ use crate::spec::{Capture, SessionSpec};
 use crate::staging;
 use crate::supervisor::SupervisorMsg;
 use crate::tool::ExecStatus;
-use crate::trace::{TraceEvent, TraceMsg, TraceWriter, TraceWriterArgs};
+use crate::trace::{Durability, TraceEvent, TraceMsg, TraceWriter, TraceWriterArgs};
 
 /// How a session ended (`task_end.exit_status`, `session_end.exit_status`, `status:` of `mur run`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -751,7 +751,14 @@ impl SessionState {
                 .with("delegated_output_tokens", self.delegated.1);
         }
         self.emit(end);
-        match ractor::call!(self.trace, TraceMsg::Sync) {
+        // The root syncs the filesystem once (covering every child's trace); children only
+        // make sure their lines are written.
+        let durability = if self.spec.spawned_by.is_none() {
+            Durability::Filesystem
+        } else {
+            Durability::Written
+        };
+        match ractor::call!(self.trace, |r| TraceMsg::Sync(durability, r)) {
             Ok(Err(e)) => {
                 trace_error.get_or_insert(e);
             }

@@ -3,10 +3,17 @@
 //! Emitters mint each event's id (time-ordered, so no round trip is needed to learn a parent id)
 //! and send it here; the writer owns the order of lines and their durability. Each event is one
 //! `write` of one whole line, so a killed process can only leave a torn *last* line, which the
-//! readers tolerate. `Sync` fsyncs (on the blocking pool, never on a runtime thread); a session
-//! asks for it once its `task_end` and `session_end` lines are written. The file (and its
-//! folder) is created on the first line, so starting a writer costs no I/O: a child session's
-//! first model call does not wait for the disk.
+//! readers tolerate. The file (and its folder) is created on the first line, so starting a writer
+//! costs no I/O: a child session's first model call does not wait for the disk.
+//!
+//! Durability policy (`Sync` with a [`Durability`]): every line is written with one `write(2)`
+//! as it arrives, so it survives the process (a crash or Ctrl-C of `mur` loses nothing already
+//! written). Surviving the *machine* needs an fsync: the root session asks for
+//! [`Durability::Filesystem`] once its `task_end` and `session_end` are written, which is one
+//! `syncfs(2)` covering its own trace and every child's trace on that filesystem (a group commit:
+//! ten thousand children cost one sync, not ten thousand). Children ask for
+//! [`Durability::Written`]: their lines are in the kernel's page cache and reach the disk with
+//! the root's sync. Syncs run on the blocking pool, never on a runtime thread.
 
 use std::fs::File;
 use std::io::Write;
@@ -99,8 +106,19 @@ fn push_json(out: &mut String, v: &Value) {
 pub enum TraceMsg {
     /// Append one event as one line.
     Append(TraceEvent),
-    /// Flush to stable storage; answers the first write error seen, if any.
-    Sync(RpcReplyPort<Result<(), String>>),
+    /// Make every line so far durable to the given degree; answers the first write error seen.
+    Sync(Durability, RpcReplyPort<Result<(), String>>),
+}
+
+/// How durable a [`TraceMsg::Sync`] makes the lines written so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Written to the kernel (survives the process, not a power loss).
+    Written,
+    /// `fsync` of this file.
+    File,
+    /// `syncfs` of the filesystem holding this file (this trace and its children's).
+    Filesystem,
 }
 
 /// Arguments to start a [`TraceWriter`].
@@ -120,6 +138,17 @@ pub struct TraceWriterState {
     session_id: String,
     path: PathBuf,
     error: Option<String>,
+}
+
+/// `syncfs(2)` on the filesystem holding `file`.
+fn syncfs(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: syncfs only reads the descriptor, which `file` keeps open for the call.
+    if unsafe { libc::syncfs(file.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 impl TraceWriterState {
@@ -175,16 +204,20 @@ impl Actor for TraceWriter {
                     }
                 }
             }
-            TraceMsg::Sync(reply) => {
+            TraceMsg::Sync(durability, reply) => {
                 let result = match (&state.error, state.file.as_ref().map(File::try_clone)) {
                     (Some(e), _) => Err(e.clone()),
                     (None, None) => Ok(()),
+                    (None, Some(_)) if durability == Durability::Written => Ok(()),
                     (None, Some(Err(e))) => {
                         Err(format!("trace sync failed: {}: {e}", state.path.display()))
                     }
                     (None, Some(Ok(file))) => {
                         let path = state.path.clone();
-                        tokio::task::spawn_blocking(move || file.sync_data())
+                        tokio::task::spawn_blocking(move || match durability {
+                            Durability::Filesystem => syncfs(&file),
+                            _ => file.sync_data(),
+                        })
                             .await
                             .map_err(|e| e.to_string())
                             .and_then(|r| r.map_err(|e| e.to_string()))
@@ -237,7 +270,7 @@ mod tests {
             ))
             .unwrap();
         }
-        let synced = ractor::call!(w, TraceMsg::Sync).unwrap();
+        let synced = ractor::call!(w, |r| TraceMsg::Sync(Durability::File, r)).unwrap();
         assert!(synced.is_ok());
         w.stop(None);
         h.await.unwrap();
