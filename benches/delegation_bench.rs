@@ -114,6 +114,7 @@ fn spec(
         spawned_by: None,
         depth: 0,
         delegation_deadline: Duration::from_secs(600),
+        gate: None,
     }
 }
 

@@ -272,6 +272,7 @@ pub fn session_spec_with(
         spawned_by: place.spawned_by,
         depth: place.depth,
         delegation_deadline: Duration::from_secs(m.lifecycle.delegation_deadline_secs),
+        gate: None,
     })
 }
 

@@ -47,6 +47,7 @@ fn spec_for(
         spawned_by: None,
         depth: 0,
         delegation_deadline: Duration::from_millis(700),
+        gate: None,
     }
 }
 

@@ -46,6 +46,7 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
         spawned_by: None,
         depth: 0,
         delegation_deadline: Duration::from_secs(600),
+        gate: None,
     }
 }
 
@@ -224,4 +225,92 @@ async fn driver_errors_fail_the_task_with_a_traced_cause() {
     assert_eq!(lines[2]["decision"], "error");
     assert_eq!(lines[3]["cause"], "driver_error");
     assert_eq!(lines[5]["total_turns"], 0);
+}
+
+fn hook(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[tokio::test]
+async fn policy_hooks_deny_calls_before_they_run_and_fail_closed() {
+    use mur::tools::hooks::{HookGate, PolicyHook};
+    let dir = tempfile::tempdir().unwrap();
+    // Denies any shell command mentioning rm; proceeds otherwise.
+    let guard = hook(
+        dir.path(),
+        "no-rm",
+        r#"read -r event; case "$event" in *'"command":"rm'*) echo '{"decision":"deny","reason":"rm is not allowed here"}';; *) echo '{"decision":"none"}';; esac"#,
+    );
+    // Answers garbage: every tool call it is asked about is refused.
+    let broken = hook(dir.path(), "broken", "cat >/dev/null; echo nonsense");
+    let script = "turns:
+  - call:
+      - {tool: bash, input: {command: 'rm -rf precious'}}
+      - {tool: bash, input: {command: 'echo fine > made.txt'}}
+      - {tool: nope, input: {}}
+  - expect: 'failed at the'
+    say: done
+";
+    let mut s = spec(dir.path(), script, &["bash"], None);
+    let records = s.paths.records_dir.clone();
+    s.gate = Some(Arc::new(HookGate {
+        hooks: vec![
+            PolicyHook {
+                name: "acme/no-rm".into(),
+                entrypoint: guard,
+                on_tool_call: false,
+                on_shell: true,
+            },
+            PolicyHook {
+                name: "acme/broken".into(),
+                entrypoint: broken,
+                on_tool_call: true,
+                on_shell: false,
+            },
+        ],
+        shell_allow: vec!["bash".into()],
+        native_tools: vec![],
+        workdir: records.clone(),
+        records_dir: records.clone(),
+    }));
+    std::fs::create_dir_all(records.join("precious")).unwrap();
+    let report = run(s, None).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    assert!(
+        records.join("precious").exists(),
+        "the denied command never ran"
+    );
+    assert!(records.join("made.txt").exists(), "the allowed one did");
+    let lines = trace(&records);
+    let denied: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event_type"] == "call_denied")
+        .collect();
+    assert_eq!(denied.len(), 2);
+    assert_eq!(denied[0]["event"], "on-shell");
+    assert_eq!(denied[0]["hook_name"], "acme/no-rm");
+    assert_eq!(denied[0]["reason"], "rm is not allowed here");
+    assert!(denied[0]["target"].as_str().unwrap().ends_with("/bash"));
+    assert_eq!(denied[1]["event"], "on-tool-call");
+    assert_eq!(denied[1]["target"], "nope");
+    assert!(denied[1]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("policy hook 'acme/broken' failed at the 'on-tool-call' decision point: its answer is not JSON"));
+    // Only the call that ran has tool_call and shell lines.
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["event_type"] == "tool_call")
+            .count(),
+        1
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l["event_type"] == "shell").count(),
+        1
+    );
 }

@@ -95,6 +95,8 @@ pub enum Effect {
         /// Version.
         version: String,
     },
+    /// A policy hook refused the call; nothing ran.
+    CallDenied(Denied),
     /// `delegate-task` was refused; nothing started.
     DelegationRefused {
         /// Full capsule name (or what the model asked for).
@@ -148,6 +150,8 @@ pub enum DispatcherMsg {
 
 /// Arguments to start a [`Dispatcher`].
 pub struct DispatcherArgs {
+    /// Policy hooks deciding on every call before it runs; `None` when the capsule has none.
+    pub gate: Option<Arc<dyn CallGate>>,
     /// The session's id (a delegation's parent).
     pub session_id: String,
     /// The session's depth in the delegation tree.
@@ -186,6 +190,7 @@ pub struct ToolTable {
 
 /// The Dispatcher's state.
 pub struct DispatcherState {
+    gate: Option<Arc<dyn CallGate>>,
     table: Arc<ToolTable>,
     delegation: DelegateCtx,
     trace: ActorRef<TraceMsg>,
@@ -323,6 +328,187 @@ impl ToolTable {
     }
 }
 
+impl DispatcherState {
+    /// The work one call does once admitted: a future that produces its answer. Refusals that
+    /// need no work are ready futures; tools, delegations and plans run when awaited.
+    fn work(
+        &mut self,
+        request: CallRequest,
+        started: Instant,
+    ) -> futures::future::BoxFuture<'static, Dispatched> {
+        use futures::FutureExt;
+        let elapsed = move || started.elapsed().as_millis() as u64;
+        let refused = move |kind, text: String, request: CallRequest| Dispatched {
+            request,
+            kind,
+            result: CallResult::Refused { text },
+            duration_ms: elapsed(),
+            effect: None,
+        };
+        if !request.input.is_object() {
+            // A driver keeps arguments it could not parse as a raw string: answer the model
+            // with a tool error so it can try again.
+            let raw = match &request.input {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let text = format!(
+                "'{}' expects a JSON object as its input; the arguments sent were not one: {}",
+                request.name,
+                crate::session::truncate(&raw, 200)
+            );
+            return futures::future::ready(refused(CallKind::Tool, text, request)).boxed();
+        }
+        let (tool, kind) = match self.table.route(&request.name) {
+            Route::Refuse(text) => {
+                return futures::future::ready(refused(CallKind::Tool, text, request)).boxed()
+            }
+            Route::Runtime(name) => {
+                if let Some(text) = self.table.runtime_refusal(name, &request.input) {
+                    return futures::future::ready(refused(CallKind::Tool, text, request)).boxed();
+                }
+                return match name {
+                    "delegate-task" => {
+                        let ctx = self.delegation.clone();
+                        async move {
+                            let (result, effect) = delegate(&ctx, &request.input).await;
+                            Dispatched {
+                                request,
+                                kind: CallKind::Tool,
+                                result,
+                                duration_ms: elapsed(),
+                                effect,
+                            }
+                        }
+                        .boxed()
+                    }
+                    "submit-plan" => self.plan(request, started),
+                    _ => {
+                        let text = format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet");
+                        futures::future::ready(refused(CallKind::Tool, text, request)).boxed()
+                    }
+                };
+            }
+            Route::Exec(tool, kind) => (tool, kind),
+        };
+        if let Some(text) = missing_required(&tool, &request.input) {
+            return futures::future::ready(refused(kind, text, request)).boxed();
+        }
+        let executor = self.table.executor(&tool);
+        let exec = ExecRequest {
+            session_id: self.delegation.session_id.clone(),
+            trace: ToolTable::sink(&self.trace, &request.parent_event),
+            tool: tool.clone(),
+            input: request.input.clone(),
+            workdir: self.table.paths.workdir.clone(),
+            records_dir: self.table.paths.records_dir.clone(),
+        };
+        async move {
+            let result = match executor.execute(exec).await {
+                Ok(out) => {
+                    let source = match kind {
+                        CallKind::Skill => format!("skill:{}", tool.name),
+                        _ => format!("tool:{}", tool.name),
+                    };
+                    // Operator skills are trusted guidance; everything else is fenced.
+                    let fenced = kind != CallKind::Skill || tool.origin == ToolOrigin::Runtime;
+                    let text = if fenced {
+                        fence::fence_with_note(&source, &out.text, out.note.as_deref())
+                    } else {
+                        out.text.clone()
+                    };
+                    CallResult::Ran {
+                        status: out.status,
+                        output_bytes: out.text.len() as u64,
+                        text,
+                        shell: out.shell,
+                    }
+                }
+                Err(text) => CallResult::Refused { text },
+            };
+            Dispatched {
+                request,
+                kind,
+                result,
+                duration_ms: elapsed(),
+                effect: None,
+            }
+        }
+        .boxed()
+    }
+
+    /// A `submit-plan` call: the plan runs on the session's own tool table.
+    fn plan(
+        &mut self,
+        request: CallRequest,
+        started: Instant,
+    ) -> futures::future::BoxFuture<'static, Dispatched> {
+        use futures::FutureExt;
+        let (tx, rx) = watch::channel(false);
+        self.plan_cancel = Some(tx);
+        let table = self.table.clone();
+        let ctx = PlanContext {
+            tools: table.tools.keys().cloned().collect(),
+            shell_allow: table.grants.shell_allow.clone(),
+            capsules: table
+                .grants
+                .spawn_allow
+                .iter()
+                .map(|c| bare(c).to_string())
+                .collect(),
+            parent_event: request.parent_event.clone(),
+        };
+        let runner = Arc::new(PlanSteps {
+            table,
+            delegation: self.delegation.clone(),
+            trace: self.trace.clone(),
+            session_event: self.session_event.clone(),
+        });
+        async move {
+            let report = run_plan(&request.input, &ctx, runner, rx).await;
+            let text = report.text();
+            Dispatched {
+                request,
+                kind: CallKind::Tool,
+                result: CallResult::Ran {
+                    status: if report.completed {
+                        ExecStatus::Passed
+                    } else {
+                        ExecStatus::Failed
+                    },
+                    output_bytes: text.len() as u64,
+                    text: fence::fence("tool:submit-plan", &text),
+                    shell: None,
+                },
+                duration_ms: started.elapsed().as_millis() as u64,
+                effect: None,
+            }
+        }
+        .boxed()
+    }
+}
+
+/// A policy hook's refusal of one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denied {
+    /// The hook that refused.
+    pub hook: String,
+    /// `on-tool-call` or `on-shell`.
+    pub event: String,
+    /// The tool name, or the resolved binary for shell calls.
+    pub target: String,
+    /// Its reason (or the runtime's, when the hook failed: fail closed).
+    pub reason: String,
+}
+
+/// Decides on every call before it runs (policy hooks bound `on-tool-call` with
+/// `commit_policy: deny`). Implementations fail closed: any error is a refusal.
+#[async_trait::async_trait]
+pub trait CallGate: Send + Sync {
+    /// `None` lets the call proceed; `Some` refuses it.
+    async fn decide(&self, call: &CallRequest, turn: u32) -> Option<Denied>;
+}
+
 /// The refusal for input missing fields the tool's schema requires, if any.
 pub fn missing_required(tool: &ToolDecl, input: &Value) -> Option<String> {
     let required = tool.input_schema.get("required")?.as_array()?;
@@ -383,6 +569,7 @@ impl Actor for Dispatcher {
             session: args.session,
             running: None,
             plan_cancel: None,
+            gate: args.gate,
         })
     }
 
@@ -403,166 +590,30 @@ impl Actor for Dispatcher {
             }
             DispatcherMsg::Dispatch(request) => {
                 let started = Instant::now();
-                let refuse = |kind, text: String, request: CallRequest| Dispatched {
-                    request,
-                    kind,
-                    result: CallResult::Refused { text },
-                    duration_ms: started.elapsed().as_millis() as u64,
-                    effect: None,
-                };
-                if !request.input.is_object() {
-                    // A driver keeps arguments it could not parse as a raw string: answer the
-                    // model with a tool error so it can try again.
-                    let raw = match &request.input {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    let text = format!(
-                        "'{}' expects a JSON object as its input; the arguments sent were not one: {}",
-                        request.name,
-                        crate::session::truncate(&raw, 200)
-                    );
-                    let d = refuse(CallKind::Tool, text, request);
-                    let _ = state
-                        .session
-                        .send_message(SessionMsg::ToolDone(Box::new(d)));
-                    return Ok(());
-                }
-                let (tool, kind) = match state.table.route(&request.name) {
-                    Route::Refuse(text) => {
-                        let d = refuse(CallKind::Tool, text, request);
-                        let _ = state
-                            .session
-                            .send_message(SessionMsg::ToolDone(Box::new(d)));
-                        return Ok(());
-                    }
-                    Route::Runtime(name) => {
-                        if let Some(text) = state.table.runtime_refusal(name, &request.input) {
-                            let d = refuse(CallKind::Tool, text, request);
-                            let _ = state
-                                .session
-                                .send_message(SessionMsg::ToolDone(Box::new(d)));
-                            return Ok(());
-                        }
-                        if name == "delegate-task" {
-                            let ctx = state.delegation.clone();
-                            let session = state.session.clone();
-                            state.running = Some(tokio::spawn(async move {
-                                let (result, effect) = delegate(&ctx, &request.input).await;
-                                let d = Dispatched {
-                                    request,
-                                    kind: CallKind::Tool,
-                                    result,
-                                    duration_ms: started.elapsed().as_millis() as u64,
-                                    effect,
-                                };
-                                let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
-                            }));
-                            return Ok(());
-                        }
-                        if name == "submit-plan" {
-                            let (tx, rx) = watch::channel(false);
-                            state.plan_cancel = Some(tx);
-                            let table = state.table.clone();
-                            let ctx = PlanContext {
-                                tools: table.tools.keys().cloned().collect(),
-                                shell_allow: table.grants.shell_allow.clone(),
-                                capsules: table
-                                    .grants
-                                    .spawn_allow
-                                    .iter()
-                                    .map(|c| bare(c).to_string())
-                                    .collect(),
-                                parent_event: request.parent_event.clone(),
-                            };
-                            let runner = Arc::new(PlanSteps {
-                                table,
-                                delegation: state.delegation.clone(),
-                                trace: state.trace.clone(),
-                                session_event: state.session_event.clone(),
-                            });
-                            let session = state.session.clone();
-                            state.running = Some(tokio::spawn(async move {
-                                let report = run_plan(&request.input, &ctx, runner, rx).await;
-                                let text = report.text();
-                                let d = Dispatched {
-                                    request,
-                                    kind: CallKind::Tool,
-                                    result: CallResult::Ran {
-                                        status: if report.completed {
-                                            ExecStatus::Passed
-                                        } else {
-                                            ExecStatus::Failed
-                                        },
-                                        output_bytes: text.len() as u64,
-                                        text: fence::fence("tool:submit-plan", &text),
-                                        shell: None,
-                                    },
-                                    duration_ms: started.elapsed().as_millis() as u64,
-                                    effect: None,
-                                };
-                                let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
-                            }));
-                            return Ok(());
-                        }
-                        let text = format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet");
-                        let d = refuse(CallKind::Tool, text, request);
-                        let _ = state
-                            .session
-                            .send_message(SessionMsg::ToolDone(Box::new(d)));
-                        return Ok(());
-                    }
-                    Route::Exec(tool, kind) => (tool, kind),
-                };
-                if let Some(text) = missing_required(&tool, &request.input) {
-                    let d = refuse(kind, text, request);
-                    let _ = state
-                        .session
-                        .send_message(SessionMsg::ToolDone(Box::new(d)));
-                    return Ok(());
-                }
-                let executor = state.table.executor(&tool);
-                let exec = ExecRequest {
-                    session_id: state.delegation.session_id.clone(),
-                    trace: ToolTable::sink(&state.trace, &request.parent_event),
-                    tool: tool.clone(),
-                    input: request.input.clone(),
-                    workdir: state.table.paths.workdir.clone(),
-                    records_dir: state.table.paths.records_dir.clone(),
-                };
+                let work = state.work(request.clone(), started);
+                let gate = state.gate.clone();
                 let session = state.session.clone();
+                let turn = request.turn;
                 state.running = Some(tokio::spawn(async move {
-                    let outcome = executor.execute(exec).await;
-                    let result = match outcome {
-                        Ok(out) => {
-                            let source = match kind {
-                                CallKind::Skill => format!("skill:{}", tool.name),
-                                _ => format!("tool:{}", tool.name),
+                    if let Some(gate) = gate {
+                        if let Some(denied) = gate.decide(&request, turn).await {
+                            let d = Dispatched {
+                                request,
+                                kind: CallKind::Tool,
+                                result: CallResult::Refused {
+                                    text: format!(
+                                        "Refused by policy hook '{}': {}\n\nThis call did not run. Retrying it unchanged will be refused again.",
+                                        denied.hook, denied.reason
+                                    ),
+                                },
+                                duration_ms: started.elapsed().as_millis() as u64,
+                                effect: Some(Effect::CallDenied(denied)),
                             };
-                            // Operator skills are trusted guidance; everything else is fenced.
-                            let fenced =
-                                kind != CallKind::Skill || tool.origin == ToolOrigin::Runtime;
-                            let text = if fenced {
-                                fence::fence_with_note(&source, &out.text, out.note.as_deref())
-                            } else {
-                                out.text.clone()
-                            };
-                            CallResult::Ran {
-                                status: out.status,
-                                output_bytes: out.text.len() as u64,
-                                text,
-                                shell: out.shell,
-                            }
+                            let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
+                            return;
                         }
-                        Err(text) => CallResult::Refused { text },
-                    };
-                    let d = Dispatched {
-                        request,
-                        kind,
-                        result,
-                        duration_ms: started.elapsed().as_millis() as u64,
-                        effect: None,
-                    };
+                    }
+                    let d = work.await;
                     let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
                 }));
             }

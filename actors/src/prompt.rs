@@ -108,6 +108,7 @@ mod tests {
             spawned_by: None,
             depth: 0,
             delegation_deadline: std::time::Duration::from_secs(1),
+            gate: None,
         }
     }
 

@@ -560,6 +560,26 @@ impl SessionState {
     }
 
     fn on_tool_done(&mut self, myself: &ActorRef<SessionMsg>, d: Dispatched) {
+        if let Some(Effect::CallDenied(denied)) = &d.effect {
+            // Nothing ran: no tool_call or shell line, only the refusal.
+            self.emit(
+                TraceEvent::new("call_denied", Some(&self.turn_event))
+                    .with("turn", d.request.turn)
+                    .with("task_id", &self.task_id)
+                    .with("event", &denied.event)
+                    .with("hook_name", &denied.hook)
+                    .with("target", &denied.target)
+                    .with("reason", truncate(&denied.reason, 2000)),
+            );
+            let text = d.text().to_string();
+            self.push_message(Message::Tool {
+                tool_call_id: d.request.id,
+                is_error: true,
+                content: vec![ContentBlock::Text { text }],
+            });
+            self.dispatch_next(myself);
+            return;
+        }
         let input_bytes = serde_json::to_vec(&d.request.input)
             .map(|v| v.len())
             .unwrap_or(0);
@@ -666,7 +686,7 @@ impl SessionState {
                     .with("outcome", "refused")
                     .with("reason", reason),
             ),
-            None => {}
+            Some(Effect::CallDenied(_)) | None => {}
         }
         let text = match result {
             CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
@@ -903,6 +923,7 @@ impl Actor for Session {
             None,
             Dispatcher,
             DispatcherArgs {
+                gate: spec.gate.clone(),
                 session_id: spec.session_id.clone(),
                 depth: spec.depth,
                 supervisor: args.supervisor.clone(),

@@ -101,6 +101,8 @@ pub struct SessionSpec {
     /// How long a delegation may run before this session ends it
     /// (`lifecycle.delegation_deadline_secs`).
     pub delegation_deadline: std::time::Duration,
+    /// Policy hooks deciding on every call; `None` when the capsule declares none.
+    pub gate: Option<Arc<dyn crate::dispatcher::CallGate>>,
 }
 
 impl std::fmt::Debug for SessionSpec {

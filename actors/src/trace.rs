@@ -218,10 +218,10 @@ impl Actor for TraceWriter {
                             Durability::Filesystem => syncfs(&file),
                             _ => file.sync_data(),
                         })
-                            .await
-                            .map_err(|e| e.to_string())
-                            .and_then(|r| r.map_err(|e| e.to_string()))
-                            .map_err(|e| format!("trace sync failed: {}: {e}", path.display()))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string()))
+                        .map_err(|e| format!("trace sync failed: {}: {e}", path.display()))
                     }
                 };
                 let _ = reply.send(result);

@@ -4,6 +4,7 @@
 //! decide how. Each is a real thing: a subprocess, a program speaking JSON on stdin/stdout, a file.
 
 pub mod capture;
+pub mod hooks;
 pub mod native;
 pub mod process;
 pub mod shell;
