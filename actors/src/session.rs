@@ -247,7 +247,12 @@ impl SessionState {
     /// Create the session's folders and staged files.
     fn stage(&self) -> Result<(), String> {
         let paths = &self.spec.paths;
-        for dir in [&paths.records_dir, &paths.workdir] {
+        let dirs: &[&std::path::PathBuf] = if paths.workdir == paths.records_dir {
+            &[&paths.records_dir]
+        } else {
+            &[&paths.records_dir, &paths.workdir]
+        };
+        for dir in dirs {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }

@@ -30,8 +30,10 @@ pub fn is_component(name: &str) -> bool {
 /// Write the staged files for `tools` under `records_dir`; `task` goes to `task.md`.
 pub fn stage(records_dir: &Path, tools: &[ToolDecl], task: &str, capsule: &str) -> io::Result<()> {
     let tools_dir = records_dir.join("tools");
-    std::fs::create_dir_all(&tools_dir)?;
-    std::fs::create_dir_all(records_dir.join("out"))?;
+    if !tools.is_empty() {
+        std::fs::create_dir(&tools_dir).or_else(exists_ok)?;
+    }
+    std::fs::create_dir(records_dir.join("out")).or_else(exists_ok)?;
     for tool in tools {
         if !is_component(&tool.name) {
             return Err(io::Error::new(
@@ -45,12 +47,21 @@ pub fn stage(records_dir: &Path, tools: &[ToolDecl], task: &str, capsule: &str) 
             // An artifact staged its own manifest first: the runtime-written one yields.
             continue;
         }
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir(&dir).or_else(exists_ok)?;
         std::fs::write(&manifest, provided_manifest_yaml(tool))?;
     }
     std::fs::write(records_dir.join("task.md"), task)?;
     std::fs::write(records_dir.join("MURMUR.md"), murmur_md(tools, capsule))?;
     Ok(())
+}
+
+/// Treat "already exists" as success when creating a folder.
+fn exists_ok(e: io::Error) -> io::Result<()> {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        Ok(())
+    } else {
+        Err(e)
+    }
 }
 
 /// The inventory summary written to `MURMUR.md`.
