@@ -115,6 +115,7 @@ fn spec(
         depth: 0,
         delegation_deadline: Duration::from_secs(600),
         gate: None,
+        artifacts: None,
     }
 }
 

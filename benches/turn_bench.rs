@@ -92,6 +92,7 @@ async fn run(turns: usize, dir: &std::path::Path) {
         depth: 0,
         delegation_deadline: Duration::from_secs(600),
         gate: None,
+        artifacts: None,
     };
     let (sup, h) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
         .await

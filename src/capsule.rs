@@ -273,6 +273,7 @@ pub fn session_spec_with(
         depth: place.depth,
         delegation_deadline: Duration::from_secs(m.lifecycle.delegation_deadline_secs),
         gate: None,
+        artifacts: None,
     })
 }
 

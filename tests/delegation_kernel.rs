@@ -48,6 +48,7 @@ fn spec_for(
         depth: 0,
         delegation_deadline: Duration::from_millis(700),
         gate: None,
+        artifacts: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
         depth: 0,
         delegation_deadline: Duration::from_secs(600),
         gate: None,
+        artifacts: None,
     }
 }
 

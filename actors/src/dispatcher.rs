@@ -25,6 +25,7 @@ use crate::ids;
 use crate::plan::{run_plan, PlanContext};
 use crate::plan_steps::PlanSteps;
 use crate::provided::bare;
+use crate::registry::{ArtifactRequest, ArtifactSource, PullOutcome, Pulled, RegistryMsg};
 use crate::session::SessionMsg;
 use crate::spec::{Grants, SessionPaths};
 use crate::supervisor::SupervisorMsg;
@@ -97,6 +98,8 @@ pub enum Effect {
     },
     /// A policy hook refused the call; nothing ran.
     CallDenied(Denied),
+    /// A pull or removal changed the inventory.
+    ToolsChanged(Box<ToolsChange>),
     /// `delegate-task` was refused; nothing started.
     DelegationRefused {
         /// Full capsule name (or what the model asked for).
@@ -146,10 +149,21 @@ pub enum DispatcherMsg {
     Dispatch(CallRequest),
     /// Abort the call in flight (task canceled).
     CancelAll,
+    /// A pull or removal changed what the session holds: route calls accordingly from now on.
+    ToolsChanged {
+        /// A tool the session now holds.
+        added: Option<ToolDecl>,
+        /// A tool (by name) it no longer holds.
+        removed: Option<String>,
+    },
 }
 
 /// Arguments to start a [`Dispatcher`].
 pub struct DispatcherArgs {
+    /// The process Registry (pulls, the lock); `None` refuses pulls.
+    pub registry: Option<ActorRef<RegistryMsg>>,
+    /// The capsule's pull service.
+    pub artifacts: Option<Arc<dyn ArtifactSource>>,
     /// Policy hooks deciding on every call before it runs; `None` when the capsule has none.
     pub gate: Option<Arc<dyn CallGate>>,
     /// The session's id (a delegation's parent).
@@ -190,6 +204,9 @@ pub struct ToolTable {
 
 /// The Dispatcher's state.
 pub struct DispatcherState {
+    registry: Option<ActorRef<RegistryMsg>>,
+    artifacts: Option<Arc<dyn ArtifactSource>>,
+    myself: Option<ActorRef<DispatcherMsg>>,
     gate: Option<Arc<dyn CallGate>>,
     table: Arc<ToolTable>,
     delegation: DelegateCtx,
@@ -383,6 +400,7 @@ impl DispatcherState {
                         .boxed()
                     }
                     "submit-plan" => self.plan(request, started),
+                    "pull-artifact" | "remove-artifact" => self.artifact(name, request, started),
                     _ => {
                         let text = format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet");
                         futures::future::ready(refused(CallKind::Tool, text, request)).boxed()
@@ -437,6 +455,116 @@ impl DispatcherState {
         .boxed()
     }
 
+    /// A `pull-artifact` / `remove-artifact` call: the Registry runs it with this capsule's
+    /// service; a change reaches this Dispatcher's table at once (a removed tool is refused
+    /// from the next call) and the Session's tool array from the next turn.
+    fn artifact(
+        &mut self,
+        name: &'static str,
+        request: CallRequest,
+        started: Instant,
+    ) -> futures::future::BoxFuture<'static, Dispatched> {
+        use futures::FutureExt;
+        let (Some(registry), Some(service), Some(me)) = (
+            self.registry.clone(),
+            self.artifacts.clone(),
+            self.myself.clone(),
+        ) else {
+            let text = format!("'{name}' is not available in this process");
+            return futures::future::ready(Dispatched {
+                request,
+                kind: CallKind::Tool,
+                result: CallResult::Refused { text },
+                duration_ms: 0,
+                effect: None,
+            })
+            .boxed();
+        };
+        let asked = ArtifactRequest {
+            session_id: self.delegation.session_id.clone(),
+            records_dir: self.table.paths.records_dir.clone(),
+            input: request.input.clone(),
+        };
+        async move {
+            let source = format!("tool:{name}");
+            let (result, effect) = if name == "pull-artifact" {
+                let answer = ractor::call!(registry, |reply| RegistryMsg::Pull {
+                    service,
+                    request: asked,
+                    reply
+                });
+                match answer {
+                    Ok(Ok(PullOutcome::Listing(v))) => (ran(&source, &v, None), None),
+                    Ok(Ok(PullOutcome::Pulled(p))) => {
+                        let note = format!("{} is in your tool list from your next turn.", p.tool.name);
+                        let _ = me.send_message(DispatcherMsg::ToolsChanged {
+                            added: Some(p.tool.clone()),
+                            removed: None,
+                        });
+                        (
+                            ran(&source, &p.result, Some(&note)),
+                            Some(Effect::ToolsChanged(Box::new(ToolsChange {
+                                pulled: Some(*p),
+                                removed: None,
+                            }))),
+                        )
+                    }
+                    Ok(Err(text)) => (CallResult::Refused { text }, None),
+                    Err(e) => (
+                        CallResult::Refused {
+                            text: format!("not-fetched: the registry did not answer: {e}"),
+                        },
+                        None,
+                    ),
+                }
+            } else {
+                let answer = ractor::call!(registry, |reply| RegistryMsg::Remove {
+                    service,
+                    request: asked,
+                    reply
+                });
+                match answer {
+                    // Another session's pin: nothing left this session's tool list.
+                    Ok(Ok(r)) if r.result.get("removed") == Some(&Value::Bool(false)) => {
+                        (ran(&source, &r.result, None), None)
+                    }
+                    Ok(Ok(r)) => {
+                        let note = format!(
+                            "{} is gone from your tool list from your next turn; a call to it is refused.",
+                            r.tool_name
+                        );
+                        let _ = me.send_message(DispatcherMsg::ToolsChanged {
+                            added: None,
+                            removed: Some(r.tool_name.clone()),
+                        });
+                        (
+                            ran(&source, &r.result, Some(&note)),
+                            Some(Effect::ToolsChanged(Box::new(ToolsChange {
+                                pulled: None,
+                                removed: Some(r.tool_name),
+                            }))),
+                        )
+                    }
+                    Ok(Err(text)) => (CallResult::Refused { text }, None),
+                    Err(e) => (
+                        CallResult::Refused {
+                            text: format!("not-removable: the registry did not answer: {e}"),
+                        },
+                        None,
+                    ),
+                }
+            };
+            Dispatched {
+                request,
+                kind: CallKind::Tool,
+                result,
+                duration_ms: started.elapsed().as_millis() as u64,
+                effect,
+            }
+        }
+        .boxed()
+    }
+
     /// A `submit-plan` call: the plan runs on the session's own tool table.
     fn plan(
         &mut self,
@@ -486,6 +614,26 @@ impl DispatcherState {
         }
         .boxed()
     }
+}
+
+/// A passed runtime tool's JSON result, fenced, with an optional note after the fence.
+fn ran(source: &str, data: &Value, note: Option<&str>) -> CallResult {
+    let text = data.to_string();
+    CallResult::Ran {
+        status: ExecStatus::Passed,
+        output_bytes: text.len() as u64,
+        text: fence::fence_with_note(source, &text, note),
+        shell: None,
+    }
+}
+
+/// What a pull or removal changed in the session's inventory.
+#[derive(Clone, Debug)]
+pub struct ToolsChange {
+    /// The pulled artifact (its tool joins the inventory).
+    pub pulled: Option<Pulled>,
+    /// The tool name that leaves the inventory.
+    pub removed: Option<String>,
 }
 
 /// A policy hook's refusal of one call.
@@ -570,6 +718,9 @@ impl Actor for Dispatcher {
             running: None,
             plan_cancel: None,
             gate: args.gate,
+            registry: args.registry,
+            artifacts: args.artifacts,
+            myself: Some(_myself),
         })
     }
 
@@ -580,6 +731,22 @@ impl Actor for Dispatcher {
         state: &mut DispatcherState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            DispatcherMsg::ToolsChanged { added, removed } => {
+                let mut tools = state.table.tools.clone();
+                if let Some(name) = removed {
+                    tools.remove(&name);
+                }
+                if let Some(t) = added {
+                    tools.insert(t.name.clone(), Arc::new(t));
+                }
+                // Copy on write: a plan still running keeps the table it started with.
+                state.table = Arc::new(ToolTable {
+                    tools,
+                    grants: state.table.grants.clone(),
+                    executors: state.table.executors.clone(),
+                    paths: state.table.paths.clone(),
+                });
+            }
             DispatcherMsg::CancelAll => {
                 if let Some(tx) = state.plan_cancel.take() {
                     // A plan winds down itself (its plan_end says why).

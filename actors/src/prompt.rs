@@ -109,6 +109,7 @@ mod tests {
             depth: 0,
             delegation_deadline: std::time::Duration::from_secs(1),
             gate: None,
+            artifacts: None,
         }
     }
 

@@ -75,12 +75,27 @@ pub trait ArtifactSource: Send + Sync {
     async fn remove(&self, request: ArtifactRequest) -> Result<Removed, String>;
 }
 
-/// Messages the [`Registry`] takes.
+/// Messages the [`Registry`] takes. Each carries the asking capsule's own service (its install
+/// grant decides what it may pull); the Registry's part is to run them one at a time.
 pub enum RegistryMsg {
     /// Pull (or list) for a session.
-    Pull(ArtifactRequest, RpcReplyPort<Result<PullOutcome, String>>),
+    Pull {
+        /// The capsule's pull service.
+        service: Arc<dyn ArtifactSource>,
+        /// What the session asked.
+        request: ArtifactRequest,
+        /// The answer.
+        reply: RpcReplyPort<Result<PullOutcome, String>>,
+    },
     /// Remove for a session.
-    Remove(ArtifactRequest, RpcReplyPort<Result<Removed, String>>),
+    Remove {
+        /// The capsule's pull service.
+        service: Arc<dyn ArtifactSource>,
+        /// What the session asked.
+        request: ArtifactRequest,
+        /// The answer.
+        reply: RpcReplyPort<Result<Removed, String>>,
+    },
 }
 
 /// The process-wide registry actor.
@@ -89,30 +104,39 @@ pub struct Registry;
 #[async_trait]
 impl Actor for Registry {
     type Msg = RegistryMsg;
-    type State = Arc<dyn ArtifactSource>;
-    type Arguments = Arc<dyn ArtifactSource>;
+    type State = ();
+    type Arguments = ();
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        source: Arc<dyn ArtifactSource>,
+        _args: (),
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(source)
+        Ok(())
     }
 
     async fn handle(
         &self,
         _myself: ActorRef<Self::Msg>,
         msg: RegistryMsg,
-        source: &mut Arc<dyn ArtifactSource>,
+        _state: &mut (),
     ) -> Result<(), ActorProcessingErr> {
-        // One request at a time: this await is what makes the lock single-writer.
+        // One request at a time, for every session of the process: this await is what makes
+        // the process a single writer of murmur.lock.
         match msg {
-            RegistryMsg::Pull(req, reply) => {
-                let _ = reply.send(source.pull(req).await);
+            RegistryMsg::Pull {
+                service,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(service.pull(request).await);
             }
-            RegistryMsg::Remove(req, reply) => {
-                let _ = reply.send(source.remove(req).await);
+            RegistryMsg::Remove {
+                service,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(service.remove(request).await);
             }
         }
         Ok(())

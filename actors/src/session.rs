@@ -166,6 +166,8 @@ pub struct SessionArgs {
     pub report: ReportSink,
     /// The process's Supervisor (for delegations); `None` runs without delegation.
     pub supervisor: Option<ActorRef<SupervisorMsg>>,
+    /// The process's Registry (for pulls); `None` runs without pulls.
+    pub registry: Option<ActorRef<crate::registry::RegistryMsg>>,
 }
 
 /// The session actor.
@@ -206,6 +208,10 @@ pub struct SessionState {
     waiting_text: String,
     /// The task ended; the actor stops when the listed children have reported.
     draining: bool,
+    /// A pull or removal changed the inventory since the last model call.
+    refresh_tools: bool,
+    /// Bytes of the serialized tool array (part of `payload_bytes`).
+    tools_bytes: usize,
 }
 
 /// Forwards a driver's retry notes to the session as messages.
@@ -273,6 +279,7 @@ impl SessionState {
     fn start_turn(&mut self, myself: &ActorRef<SessionMsg>) {
         let settled = self.children.take_settled();
         self.deliver(settled);
+        self.refresh_tool_array();
         if let Some(max) = self.spec.max_turns {
             if self.totals.turns >= max {
                 self.finish_later(myself, ExitStatus::MaxTurnsReached, max_turns_text(max));
@@ -527,6 +534,81 @@ impl SessionState {
         self.start_turn(myself);
     }
 
+    /// A pull or removal changed the inventory: record it, and offer the new tool array from
+    /// the next model call (with a `tools_refreshed` line before it).
+    fn tools_changed(&mut self, change: crate::dispatcher::ToolsChange) {
+        if let Some(p) = change.pulled {
+            self.emit(
+                TraceEvent::new("artifact_pulled", Some(&self.session_event))
+                    .with("name", &p.name)
+                    .with("version", &p.version)
+                    .with("runtime", &p.runtime)
+                    .with("origin", &p.origin)
+                    .with(
+                        "session",
+                        (p.origin == "runtime").then_some(&self.spec.session_id),
+                    )
+                    .with(
+                        "trust",
+                        if p.origin == "runtime" {
+                            "untrusted"
+                        } else {
+                            "trusted"
+                        },
+                    )
+                    .with("fetched_from", &p.fetched_from)
+                    .with_opt("owner_id", p.owner_id),
+            );
+            self.spec.tools.retain(|t| t.name != p.tool.name);
+            self.spec.tools.push(p.tool);
+        }
+        if let Some(name) = change.removed {
+            self.spec.tools.retain(|t| t.name != name);
+            // A removed artifact hands its name back to a same-named shell binary.
+            if self.spec.grants.shell_allow.contains(&name) {
+                self.spec.tools.push(crate::provided::shell_tool(&name));
+            }
+        }
+        self.spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self.refresh_tools = true;
+    }
+
+    /// Rebuild the held tool array if the agent changed it; writes `tools_refreshed` when the
+    /// array the model is sent differs.
+    fn refresh_tool_array(&mut self) {
+        if !std::mem::take(&mut self.refresh_tools) {
+            return;
+        }
+        let tools: Vec<ToolSpec> = self.spec.tools.iter().map(|t| t.spec()).collect();
+        if tools == *self.tools {
+            return;
+        }
+        let before: std::collections::BTreeSet<&str> =
+            self.tools.iter().map(|t| t.name.as_str()).collect();
+        let after: std::collections::BTreeSet<&str> =
+            tools.iter().map(|t| t.name.as_str()).collect();
+        let added: Vec<&str> = after.difference(&before).copied().collect();
+        let removed: Vec<&str> = before.difference(&after).copied().collect();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        self.emit(
+            TraceEvent::new("tools_refreshed", Some(&self.task_event))
+                .with("turn", self.totals.turns)
+                .with("task_id", &self.task_id)
+                .with("trigger", "agent")
+                .with("added", &added)
+                .with("removed", &removed)
+                .with("tools", &names),
+        );
+        let json = serde_json::to_vec(&tools).unwrap_or_default();
+        self.payload_bytes =
+            self.payload_bytes + json.len() - self.tools_bytes.min(self.payload_bytes);
+        self.tools_bytes = json.len();
+        if self.tools_sha.is_some() {
+            self.tools_sha = Some(sha256_hex(&json));
+        }
+        self.tools = Arc::new(tools);
+    }
+
     /// A child's outcome message (or a synthesized one) arrived.
     fn child_outcome(&mut self, myself: &ActorRef<SessionMsg>, o: DelegationOutcome) {
         if self.ended.is_some() {
@@ -691,6 +773,7 @@ impl SessionState {
                     .with("outcome", "refused")
                     .with("reason", reason),
             ),
+            Some(Effect::ToolsChanged(change)) => self.tools_changed(*change),
             Some(Effect::CallDenied(_)) | None => {}
         }
         let text = match result {
@@ -932,6 +1015,8 @@ impl Actor for Session {
                 session_id: spec.session_id.clone(),
                 depth: spec.depth,
                 supervisor: args.supervisor.clone(),
+                registry: args.registry.clone(),
+                artifacts: spec.artifacts.clone(),
                 trace: trace.clone(),
                 session_event: session_event.clone(),
                 delegation_deadline: spec.delegation_deadline,
@@ -978,6 +1063,8 @@ impl Actor for Session {
             continuations: 0,
             waiting_text: String::new(),
             draining: false,
+            refresh_tools: false,
+            tools_bytes: tools_json.len(),
             spec,
         })
     }

@@ -103,6 +103,8 @@ pub struct SessionSpec {
     pub delegation_deadline: std::time::Duration,
     /// Policy hooks deciding on every call; `None` when the capsule declares none.
     pub gate: Option<Arc<dyn crate::dispatcher::CallGate>>,
+    /// The capsule's pull service (`capabilities.install`); `None` without the grant.
+    pub artifacts: Option<Arc<dyn crate::registry::ArtifactSource>>,
 }
 
 impl std::fmt::Debug for SessionSpec {

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use crate::delegation::{
     CapsuleResolver, ChildRequest, DelegationOutcome, OutcomeStatus, StartedChild,
 };
+use crate::registry::{Registry, RegistryMsg};
 use crate::session::{ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals};
 use crate::spec::SessionSpec;
 
@@ -110,6 +111,7 @@ pub struct Supervisor;
 /// The Supervisor's state.
 pub struct SupervisorState {
     args: SupervisorArgs,
+    registry: ActorRef<RegistryMsg>,
     sessions: HashMap<String, ActorRef<SessionMsg>>,
     by_actor: HashMap<ActorId, String>,
     /// child session id → parent session id, for the live-children count.
@@ -151,11 +153,13 @@ impl Actor for Supervisor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let (registry, _) = Actor::spawn_linked(None, Registry, (), myself.get_cell()).await?;
         Ok(SupervisorState {
             args,
+            registry,
             sessions: HashMap::new(),
             by_actor: HashMap::new(),
             parents: HashMap::new(),
@@ -182,6 +186,7 @@ impl Actor for Supervisor {
                         let _ = me.send_message(SupervisorMsg::Ended(Box::new(r)));
                     }),
                     supervisor: Some(myself.clone()),
+                    registry: Some(state.registry.clone()),
                 };
                 match Actor::spawn_linked(None, Session, args, myself.get_cell()).await {
                     Ok((session, _)) => {
@@ -252,6 +257,7 @@ impl Actor for Supervisor {
                 // Resolve and start off the mailbox: thousands of children start concurrently.
                 tokio::spawn(start_child(
                     myself.clone(),
+                    state.registry.clone(),
                     resolver,
                     *request,
                     parent,
@@ -269,6 +275,11 @@ impl Actor for Supervisor {
         event: SupervisionEvent,
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
+        if let SupervisionEvent::ActorFailed(cell, err) = &event {
+            if cell.get_id() == state.registry.get_id() {
+                tracing::error!("the registry actor failed: {err}");
+            }
+        }
         let (cell, failure) = match event {
             SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
             SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err.to_string())),
@@ -327,6 +338,7 @@ fn check_bounds(state: &SupervisorState, r: &ChildRequest) -> Option<String> {
 /// Resolve the child's spec, spawn it under its parent, and answer the delegate-task call.
 async fn start_child(
     supervisor: ActorRef<SupervisorMsg>,
+    registry: ActorRef<RegistryMsg>,
     resolver: Arc<dyn CapsuleResolver>,
     request: ChildRequest,
     parent: ActorRef<SessionMsg>,
@@ -384,6 +396,7 @@ async fn start_child(
         spec,
         report,
         supervisor: Some(supervisor.clone()),
+        registry: Some(registry),
     };
     match Actor::spawn_linked(None, Session, args, parent.get_cell()).await {
         Ok((child, _)) => {
