@@ -400,6 +400,7 @@ impl Installer {
                 in_target: false,
             });
         }
+        ready.sort_by(|a, b| a.name.cmp(&b.name));
         let n = ready.len();
         for r in ready {
             self.commit(r)?;
