@@ -38,7 +38,12 @@ fn env() -> Env {
             published_tool("tool-grep", "1.0.0", "grep"),
         ],
     );
-    Env { _tmp: tmp, project, home, fake }
+    Env {
+        _tmp: tmp,
+        project,
+        home,
+        fake,
+    }
 }
 
 struct Out {
@@ -76,12 +81,23 @@ fn install_by_name_and_version_files_the_store_and_pins_operator() {
     let e = env();
     let o = mur(&e, &e.project, &["install", "murmur/tool-edit@0.2.0"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout, "Installed murmur/tool-edit@0.2.0 from github:murmur-nexus/default-artifacts\n");
+    assert_eq!(
+        o.stdout,
+        "Installed murmur/tool-edit@0.2.0 from github:murmur-nexus/default-artifacts\n"
+    );
     let zip = tool_zip("tool-edit", "0.2.0", TOOL_EDIT_DESCRIPTION);
     let dir = e.project.join(".murmur/artifacts/murmur/tool-edit/0.2.0");
-    assert_eq!(std::fs::read(dir.join("tool-edit-0.2.0.mur.zip")).unwrap(), zip);
-    assert_eq!(std::fs::read_to_string(dir.join("tool-edit-0.2.0.sha256")).unwrap(), sha(&zip));
-    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("tool-edit-0.2.0.meta.json")).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("tool-edit-0.2.0.mur.zip")).unwrap(),
+        zip
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("tool-edit-0.2.0.sha256")).unwrap(),
+        sha(&zip)
+    );
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("tool-edit-0.2.0.meta.json")).unwrap())
+            .unwrap();
     assert_eq!(meta["meta"]["owner_id"], 190196424);
     assert_eq!(meta["meta"]["artifact_runtime"], "tool");
     assert_eq!(
@@ -91,7 +107,10 @@ fn install_by_name_and_version_files_the_store_and_pins_operator() {
     // Installing again is answered by the project store and changes nothing.
     let before = lock(&e);
     let o = mur(&e, &e.project, &["install", "murmur/tool-edit@0.2.0"]);
-    assert_eq!(o.stdout, "Installed murmur/tool-edit@0.2.0 from project store\n");
+    assert_eq!(
+        o.stdout,
+        "Installed murmur/tool-edit@0.2.0 from project store\n"
+    );
     assert_eq!(lock(&e), before);
 }
 
@@ -100,7 +119,10 @@ fn install_without_a_version_takes_the_newest_that_fits() {
     let e = env();
     let o = mur(&e, &e.project, &["install", "murmur/tool-edit"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout, "Installed murmur/tool-edit@0.2.0 from github:murmur-nexus/default-artifacts\n");
+    assert_eq!(
+        o.stdout,
+        "Installed murmur/tool-edit@0.2.0 from github:murmur-nexus/default-artifacts\n"
+    );
 }
 
 #[test]
@@ -110,19 +132,35 @@ fn install_with_no_argument_installs_every_declared_artifact() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "Installed murmur/tool-grep@1.0.0 from github:murmur-nexus/default-artifacts\ninstalled 1 artifact\n");
     assert!(lock(&e).contains("  - name: murmur/tool-grep\n"));
-    assert!(!lock(&e).contains("driver-script"), "built-in drivers are never pinned");
-    assert!(!lock(&e).contains("tool-edit"), "an undeclared tool is not installed");
+    assert!(
+        !lock(&e).contains("driver-script"),
+        "built-in drivers are never pinned"
+    );
+    assert!(
+        !lock(&e).contains("tool-edit"),
+        "an undeclared tool is not installed"
+    );
 }
 
 #[test]
 fn install_from_a_github_release_and_from_a_file() {
     let e = env();
     e.fake.repo("Ana/tools", 4242);
-    e.fake.release("Ana/tools", "v1", vec![
-        ("tool-fmt-1.0.0.mur.zip".into(), tool_zip("tool-fmt", "1.0.0", "fmt")),
-        ("style-2.0.0.mur.zip".into(), skill_zip("style", "2.0.0", "# Style\nterse")),
-        ("notes.txt".into(), b"not an artifact".to_vec()),
-    ]);
+    e.fake.release(
+        "Ana/tools",
+        "v1",
+        vec![
+            (
+                "tool-fmt-1.0.0.mur.zip".into(),
+                tool_zip("tool-fmt", "1.0.0", "fmt"),
+            ),
+            (
+                "style-2.0.0.mur.zip".into(),
+                skill_zip("style", "2.0.0", "# Style\nterse"),
+            ),
+            ("notes.txt".into(), b"not an artifact".to_vec()),
+        ],
+    );
     let o = mur(&e, &e.project, &["install", "github:Ana/tools@v1"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "Installed ana/style@2.0.0 from github:Ana/tools\nInstalled ana/tool-fmt@1.0.0 from github:Ana/tools\n");
@@ -135,15 +173,31 @@ fn install_from_a_github_release_and_from_a_file() {
     std::fs::write(src.join("murmur.yaml"), "name: tool-count\nversion: 0.3.0\nruntime: tool\nimplementation: native\ndescription: Counts.\n").unwrap();
     std::fs::write(src.join("bin/tool-count"), TOOL_SCRIPT).unwrap();
     let out = e.project.join("tool-count.mur.zip");
-    let o = mur(&e, &e.project, &["build", "src-tool", "-o", out.to_str().unwrap()]);
+    let o = mur(
+        &e,
+        &e.project,
+        &["build", "src-tool", "-o", out.to_str().unwrap()],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(o.stdout.starts_with(&format!("Built tool-count@0.3.0 (tool) → {}\nsha256: ", out.display())), "{}", o.stdout);
+    assert!(
+        o.stdout.starts_with(&format!(
+            "Built tool-count@0.3.0 (tool) → {}\nsha256: ",
+            out.display()
+        )),
+        "{}",
+        o.stdout
+    );
     let o = mur(&e, &e.project, &["install", "./tool-count.mur.zip"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout, "Installed local/tool-count@0.3.0 from ./tool-count.mur.zip\n");
+    assert_eq!(
+        o.stdout,
+        "Installed local/tool-count@0.3.0 from ./tool-count.mur.zip\n"
+    );
     let bytes = std::fs::read(&out).unwrap();
     assert!(lock(&e).ends_with(&format!("  - name: local/tool-count\n    resolved_version: \"0.3.0\"\n    sha256:\n      any: \"{}\"\n    origin: operator\n", sha(&bytes))));
-    let store = e.project.join(".murmur/artifacts/local/tool-count/0.3.0/tool-count-0.3.0.mur.zip");
+    let store = e
+        .project
+        .join(".murmur/artifacts/local/tool-count/0.3.0/tool-count-0.3.0.mur.zip");
     assert_eq!(std::fs::read(store).unwrap(), bytes);
 
     // mur list shows all of it; runtime-provided tools never appear.
@@ -163,20 +217,35 @@ fn global_installs_write_no_lock_and_list_shows_them() {
     let e = env();
     let o = mur(&e, &e.project, &["install", "-g", "murmur/tool-grep@1.0.0"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(e.home.join("artifacts/murmur/tool-grep/1.0.0/tool-grep-1.0.0.mur.zip").is_file());
+    assert!(e
+        .home
+        .join("artifacts/murmur/tool-grep/1.0.0/tool-grep-1.0.0.mur.zip")
+        .is_file());
     assert!(!e.project.join("murmur.lock").exists());
     assert!(!e.project.join(".murmur").exists());
     let o = mur(&e, &e.project, &["list", "-g"]);
     assert_eq!(o.stdout, "NAME              VERSION  RUNTIME  STORE   ORIGIN    TRUST\nmurmur/tool-grep  1.0.0    tool     global  operator  trusted\n");
     // A project install of it is answered by the global store and copied into the project.
     let o = mur(&e, &e.project, &["install", "murmur/tool-grep@1.0.0"]);
-    assert_eq!(o.stdout, "Installed murmur/tool-grep@1.0.0 from global store\n");
-    assert!(e.project.join(".murmur/artifacts/murmur/tool-grep/1.0.0/tool-grep-1.0.0.mur.zip").is_file());
+    assert_eq!(
+        o.stdout,
+        "Installed murmur/tool-grep@1.0.0 from global store\n"
+    );
+    assert!(e
+        .project
+        .join(".murmur/artifacts/murmur/tool-grep/1.0.0/tool-grep-1.0.0.mur.zip")
+        .is_file());
     let empty = tempfile::tempdir().unwrap();
     let o = mur(&e, empty.path(), &["list"]);
-    assert!(o.stdout.contains("murmur/tool-grep"), "outside a project, list shows the global store");
+    assert!(
+        o.stdout.contains("murmur/tool-grep"),
+        "outside a project, list shows the global store"
+    );
     let fresh = env();
-    assert_eq!(mur(&fresh, empty.path(), &["list"]).stdout, "No artifacts found.\n");
+    assert_eq!(
+        mur(&fresh, empty.path(), &["list"]).stdout,
+        "No artifacts found.\n"
+    );
 }
 
 #[test]
@@ -193,15 +262,31 @@ fn install_adopts_a_runtime_pin_as_operator_and_says_so() {
         o.stdout,
         "Installed murmur/tool-edit@0.2.0 from github:murmur-nexus/default-artifacts\nAdopted murmur/tool-edit@0.2.0 as operator-declared (it was pulled at runtime by session ses_019ed2af76b57c42912b612f07dd4d51)\n"
     );
-    assert_eq!(lock(&e), runtime_pin.replace("origin: runtime\n    session: ses_019ed2af76b57c42912b612f07dd4d51\n", "origin: operator\n"));
+    assert_eq!(
+        lock(&e),
+        runtime_pin.replace(
+            "origin: runtime\n    session: ses_019ed2af76b57c42912b612f07dd4d51\n",
+            "origin: operator\n"
+        )
+    );
     let o = mur(&e, &e.project, &["list"]);
-    assert!(o.stdout.contains("murmur/tool-edit  0.2.0    tool     project  operator  trusted"), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("murmur/tool-edit  0.2.0    tool     project  operator  trusted"),
+        "{}",
+        o.stdout
+    );
 }
 
 /// Asserts a failed install wrote nothing.
 fn nothing_written(e: &Env, lock_before: &str) {
     assert_eq!(lock(e), lock_before);
-    assert!(!e.project.join(".murmur/artifacts").exists() || std::fs::read_dir(e.project.join(".murmur/artifacts/murmur")).map(|d| d.count() == 0).unwrap_or(true));
+    assert!(
+        !e.project.join(".murmur/artifacts").exists()
+            || std::fs::read_dir(e.project.join(".murmur/artifacts/murmur"))
+                .map(|d| d.count() == 0)
+                .unwrap_or(true)
+    );
 }
 
 #[test]
@@ -209,9 +294,18 @@ fn owner_mismatch_hash_mismatch_and_unknown_versions_are_refused_with_nothing_wr
     let e = env();
     let old = "lock_version: 3\nartifacts:\n  - name: ana/tool-old\n    resolved_version: \"1.0.0\"\n    sha256:\n      any: \"aa\"\n    origin: operator\n    owner_id: 111\n";
     std::fs::write(e.project.join("murmur.lock"), old).unwrap();
-    std::fs::write(e.home.join("config.yaml"), "registry:\n  sources:\n    - repo: Ana/tools\n      token: \"${MUR_TEST_UNSET_TOKEN}\"\n").unwrap();
+    std::fs::write(
+        e.home.join("config.yaml"),
+        "registry:\n  sources:\n    - repo: Ana/tools\n      token: \"${MUR_TEST_UNSET_TOKEN}\"\n",
+    )
+    .unwrap();
     e.fake.repo("Ana/tools", 222);
-    e.fake.publish("Ana/tools", "ana", "v1", &[published_tool("tool-fmt", "1.0.0", "fmt")]);
+    e.fake.publish(
+        "Ana/tools",
+        "ana",
+        "v1",
+        &[published_tool("tool-fmt", "1.0.0", "fmt")],
+    );
     let o = mur(&e, &e.project, &["install", "ana/tool-fmt@1.0.0"]);
     assert_eq!(o.code, 1);
     assert_eq!(
@@ -232,7 +326,12 @@ fn owner_mismatch_hash_mismatch_and_unknown_versions_are_refused_with_nothing_wr
     let o = mur(&e, &e.project, &["install", "zed/tool-x@1.0.0"]);
     assert!(o.stderr.starts_with("error[E-REG-008]: no source serves the 'zed' scope, so zed/tool-x@1.0.0 cannot be looked up\n  hint: "), "{}", o.stderr);
     let o = mur(&e, &e.project, &["install", "tool-x"]);
-    assert!(o.stderr.starts_with("error[E-REG-007]: 'tool-x' is not a full artifact name"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .starts_with("error[E-REG-007]: 'tool-x' is not a full artifact name"),
+        "{}",
+        o.stderr
+    );
     nothing_written(&e, old);
 }
 
@@ -247,8 +346,15 @@ fn source_faults_are_reported() {
     e.fake.fault("/releases/tags/v0.25.0", Fault::NotFound);
     let o = mur(&e, &e.project, &["install", "murmur/tool-edit@0.2.0"]);
     assert_eq!(o.stderr, "error[E-REG-001]: github:murmur-nexus/default-artifacts has no release v0.25.0 (HTTP 404)\n");
-    let o = mur(&e, &e.project, &["install", "github:murmur-nexus/default-artifacts@nope"]);
-    assert_eq!(o.stderr, "error[E-REG-001]: github:murmur-nexus/default-artifacts has no release nope (HTTP 404)\n");
+    let o = mur(
+        &e,
+        &e.project,
+        &["install", "github:murmur-nexus/default-artifacts@nope"],
+    );
+    assert_eq!(
+        o.stderr,
+        "error[E-REG-001]: github:murmur-nexus/default-artifacts has no release nope (HTTP 404)\n"
+    );
     assert!(!e.project.join("murmur.lock").exists());
 }
 
@@ -257,7 +363,11 @@ fn an_invalid_lock_is_named_and_left_as_it_was() {
     let e = env();
     let bad = "lock_version: 3\nartifacts:\n  - name: tool-edit\n    resolved_version: 1\n";
     std::fs::write(e.project.join("murmur.lock"), bad).unwrap();
-    for args in [&["install"][..], &["install", "murmur/tool-edit@0.2.0"], &["list"]] {
+    for args in [
+        &["install"][..],
+        &["install", "murmur/tool-edit@0.2.0"],
+        &["list"],
+    ] {
         let o = mur(&e, &e.project, args);
         assert_eq!(o.code, 1, "{args:?}");
         assert_eq!(
@@ -279,10 +389,16 @@ fn evil_zip(entries: &[(&str, &[u8], Option<u32>)]) -> Vec<u8> {
     for (name, bytes, mode) in entries {
         match mode {
             Some(m) if m & 0o170000 == 0o120000 => {
-                w.add_symlink(*name, std::str::from_utf8(bytes).unwrap(), zip::write::SimpleFileOptions::default()).unwrap();
+                w.add_symlink(
+                    *name,
+                    std::str::from_utf8(bytes).unwrap(),
+                    zip::write::SimpleFileOptions::default(),
+                )
+                .unwrap();
             }
             _ => {
-                w.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+                w.start_file(*name, zip::write::SimpleFileOptions::default())
+                    .unwrap();
                 w.write_all(bytes).unwrap();
             }
         }
@@ -305,7 +421,11 @@ fn corrupt_and_evil_zips_are_refused_naming_file_and_entry() {
         std::fs::write(e.project.join(file), bytes).unwrap();
         let o = mur(&e, &e.project, &["install", &format!("./{file}")]);
         assert_eq!(o.code, 1, "{file}");
-        assert!(o.stderr.starts_with(&format!("error[E-IO-003]: {want}")), "{file}: {}", o.stderr);
+        assert!(
+            o.stderr.starts_with(&format!("error[E-IO-003]: {want}")),
+            "{file}: {}",
+            o.stderr
+        );
         assert!(!e.project.join("murmur.lock").exists());
         assert!(!e.project.join(".murmur").exists());
         assert!(!e.project.parent().unwrap().join("escape.md").exists());
@@ -315,13 +435,34 @@ fn corrupt_and_evil_zips_are_refused_naming_file_and_entry() {
 #[test]
 fn oversized_entries_are_refused() {
     let big = vec![b'a'; 4096];
-    let z = evil_zip(&[("murmur.yaml", b"name: t\nversion: 1.0.0\nruntime: skill\n", None), ("skill.md", &big, None)]);
-    let limits = mur::artifact::payload::ZipLimits { entry_bytes: 1024, total_bytes: 1 << 20, entries: 10 };
+    let z = evil_zip(&[
+        (
+            "murmur.yaml",
+            b"name: t\nversion: 1.0.0\nruntime: skill\n",
+            None,
+        ),
+        ("skill.md", &big, None),
+    ]);
+    let limits = mur::artifact::payload::ZipLimits {
+        entry_bytes: 1024,
+        total_bytes: 1 << 20,
+        entries: 10,
+    };
     let err = mur::artifact::payload::unpack_with_limits(&z, "big.mur.zip", limits).unwrap_err();
-    assert_eq!(err, "big.mur.zip: entry 'skill.md' is 4096 bytes, over the 1024 byte limit for one entry");
-    let limits = mur::artifact::payload::ZipLimits { entry_bytes: 1 << 20, total_bytes: 2048, entries: 10 };
+    assert_eq!(
+        err,
+        "big.mur.zip: entry 'skill.md' is 4096 bytes, over the 1024 byte limit for one entry"
+    );
+    let limits = mur::artifact::payload::ZipLimits {
+        entry_bytes: 1 << 20,
+        total_bytes: 2048,
+        entries: 10,
+    };
     let err = mur::artifact::payload::unpack_with_limits(&z, "big.mur.zip", limits).unwrap_err();
-    assert_eq!(err, "big.mur.zip: its entries add up to more than 2048 bytes; refused");
+    assert_eq!(
+        err,
+        "big.mur.zip: its entries add up to more than 2048 bytes; refused"
+    );
 }
 
 #[test]
@@ -329,14 +470,22 @@ fn build_packs_skills_and_capsules_and_refuses_bad_folders() {
     let e = env();
     let skill = e.project.join("style");
     std::fs::create_dir_all(&skill).unwrap();
-    std::fs::write(skill.join("murmur.yaml"), "name: style\nversion: 1.0.0\nruntime: skill\n").unwrap();
+    std::fs::write(
+        skill.join("murmur.yaml"),
+        "name: style\nversion: 1.0.0\nruntime: skill\n",
+    )
+    .unwrap();
     std::fs::write(skill.join("skill.md"), "# Style\n").unwrap();
     let o = mur(&e, &e.project, &["build", "style"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let built = std::fs::read(e.project.join("style-1.0.0.mur.zip")).unwrap();
     let again = mur(&e, &e.project, &["build", "style", "-o", "again.mur.zip"]);
     assert_eq!(again.code, 0);
-    assert_eq!(std::fs::read(e.project.join("again.mur.zip")).unwrap(), built, "builds are reproducible");
+    assert_eq!(
+        std::fs::read(e.project.join("again.mur.zip")).unwrap(),
+        built,
+        "builds are reproducible"
+    );
 
     let cap = e.project.join("reviewer");
     std::fs::create_dir_all(cap.join("workdir/ses_x")).unwrap();
@@ -346,21 +495,46 @@ fn build_packs_skills_and_capsules_and_refuses_bad_folders() {
     std::fs::write(cap.join("workdir/ses_x/trace.jsonl"), "{}").unwrap();
     let o = mur(&e, &e.project, &["build", "reviewer"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(o.stdout.starts_with("Built reviewer@0.1.0 (capsule) → reviewer-0.1.0.mur.zip\n"), "{}", o.stdout);
-    let p = mur::artifact::unpack(&std::fs::read(e.project.join("reviewer-0.1.0.mur.zip")).unwrap(), "r").unwrap();
+    assert!(
+        o.stdout
+            .starts_with("Built reviewer@0.1.0 (capsule) → reviewer-0.1.0.mur.zip\n"),
+        "{}",
+        o.stdout
+    );
+    let p = mur::artifact::unpack(
+        &std::fs::read(e.project.join("reviewer-0.1.0.mur.zip")).unwrap(),
+        "r",
+    )
+    .unwrap();
     let mut files: Vec<&str> = p.files.iter().map(|f| f.path.as_str()).collect();
     files.sort();
     assert_eq!(files, ["murmur.yaml", "script.json"], "no .env, no workdir");
 
-    std::fs::write(skill.join("murmur.yaml"), "name: ana/style\nversion: 1.0.0\nruntime: skill\n").unwrap();
+    std::fs::write(
+        skill.join("murmur.yaml"),
+        "name: ana/style\nversion: 1.0.0\nruntime: skill\n",
+    )
+    .unwrap();
     let o = mur(&e, &e.project, &["build", "style"]);
     assert_eq!(o.code, 1);
     assert!(o.stderr.starts_with("error[E-BLD-001]: "), "{}", o.stderr);
     let tool = e.project.join("t");
     std::fs::create_dir_all(&tool).unwrap();
-    std::fs::write(tool.join("murmur.yaml"), "name: t\nversion: 1.0.0\nruntime: tool\nimplementation: native\n").unwrap();
+    std::fs::write(
+        tool.join("murmur.yaml"),
+        "name: t\nversion: 1.0.0\nruntime: tool\nimplementation: native\n",
+    )
+    .unwrap();
     let o = mur(&e, &e.project, &["build", "t"]);
-    assert_eq!(o.stderr, "error[E-BLD-003]: t: the payload needs bin/t, and t/bin/t is not a file\n");
+    assert_eq!(
+        o.stderr,
+        "error[E-BLD-003]: t: the payload needs bin/t, and t/bin/t is not a file\n"
+    );
     let o = mur(&e, &e.project, &["build", "missing"]);
-    assert!(o.stderr.starts_with("error[E-IO-001]: cannot read missing/murmur.yaml"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .starts_with("error[E-IO-001]: cannot read missing/murmur.yaml"),
+        "{}",
+        o.stderr
+    );
 }

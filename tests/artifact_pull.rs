@@ -31,15 +31,34 @@ fn env() -> Env {
     let records = project.join("workdir").join(SES);
     std::fs::create_dir_all(&project).unwrap();
     std::fs::create_dir_all(&records).unwrap();
-    std::fs::write(project.join("murmur.yaml"), "name: coding-agent\nversion: \"0.1.0\"\n").unwrap();
+    std::fs::write(
+        project.join("murmur.yaml"),
+        "name: coding-agent\nversion: \"0.1.0\"\n",
+    )
+    .unwrap();
     let fake = FakeGithub::start();
     fake.repo(MURMUR_SCOPE_REPO, 190196424);
-    fake.publish(MURMUR_SCOPE_REPO, "murmur", "v0.25.0", &[published_tool("tool-edit", "0.2.0", TOOL_EDIT_DESCRIPTION)]);
-    Env { _tmp: tmp, project, home, records, fake }
+    fake.publish(
+        MURMUR_SCOPE_REPO,
+        "murmur",
+        "v0.25.0",
+        &[published_tool("tool-edit", "0.2.0", TOOL_EDIT_DESCRIPTION)],
+    );
+    Env {
+        _tmp: tmp,
+        project,
+        home,
+        records,
+        fake,
+    }
 }
 
 fn sources(e: &Env) -> SourcesConfig {
-    SourcesConfig { api_base: e.fake.base.clone(), sources: Vec::new(), murmur_token: None }
+    SourcesConfig {
+        api_base: e.fake.base.clone(),
+        sources: Vec::new(),
+        murmur_token: None,
+    }
 }
 
 fn install_cap(block: &str) -> Option<mur::manifest::InstallCap> {
@@ -56,7 +75,11 @@ const SEED_GRANT: &str = "    tool: [\"murmur/tool-*\"]\n    from: [stores, sour
 const STORES_GRANT: &str = "    tool: [\"murmur/tool-*\"]\n";
 
 fn req(e: &Env, artifact: &str) -> ArtifactRequest {
-    ArtifactRequest { session_id: SES.into(), records_dir: e.records.clone(), input: json!({"artifact": artifact}) }
+    ArtifactRequest {
+        session_id: SES.into(),
+        records_dir: e.records.clone(),
+        input: json!({"artifact": artifact}),
+    }
 }
 
 fn put(store: &Store, scope: &str, bytes: &[u8], platform: Option<&str>) {
@@ -86,7 +109,9 @@ async fn seed_001_list_pull_pin_and_remove_literally() {
     let svc = service(&e, SEED_GRANT);
 
     // The listing: exactly the seed's JSON, and nothing written.
-    let PullOutcome::Listing(listing) = svc.pull(req(&e, "murmur/tool-*")).await.unwrap() else { panic!("not a listing") };
+    let PullOutcome::Listing(listing) = svc.pull(req(&e, "murmur/tool-*")).await.unwrap() else {
+        panic!("not a listing")
+    };
     let seed_listing = r#"{"pattern": "murmur/tool-*", "matches": [{"artifact": "murmur/tool-edit", "runtime": "tool", "description": "Replaces text in a file. Edits apply in order, each to the result of the one before; each old must match exactly once. All or nothing: if one fails, the file is unchanged and the error names its position, from 1. path is relative to the work folder; an absolute path is refused.\n", "versions": ["0.2.0"], "newest_fitting": "0.2.0", "held_in": ["github:murmur-nexus/default-artifacts"]}], "omitted": 0, "notes": []}"#;
     let seed: Value = serde_json::from_str(seed_listing).unwrap();
     assert_eq!(listing.to_string(), seed.to_string());
@@ -94,22 +119,45 @@ async fn seed_001_list_pull_pin_and_remove_literally() {
     assert!(!e.records.join("tools").exists());
 
     // The pull by name: newest fitting version, from the source.
-    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else { panic!("not a pull") };
+    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
+        panic!("not a pull")
+    };
     assert_eq!(
         p.result.to_string(),
         r#"{"artifact":"murmur/tool-edit","fetched_from":"github:murmur-nexus/default-artifacts","runtime":"tool","tool_name":"tool-edit","version":"0.2.0"}"#
     );
-    assert_eq!((p.owner_id, p.origin.as_str()), (Some(190196424), "runtime"));
+    assert_eq!(
+        (p.owner_id, p.origin.as_str()),
+        (Some(190196424), "runtime")
+    );
     assert_eq!(p.tool.origin, ToolOrigin::Runtime);
-    assert!(p.tool.spec().description.unwrap().starts_with(&format!("{RUNTIME_ORIGIN_MARKER} Replaces text")));
+    assert!(p
+        .tool
+        .spec()
+        .description
+        .unwrap()
+        .starts_with(&format!("{RUNTIME_ORIGIN_MARKER} Replaces text")));
     let staged = e.records.join("tools/tool-edit");
-    assert_eq!(p.tool.kind, ToolKind::Native { entrypoint: staged.join("bin/tool-edit"), deadline: std::time::Duration::from_secs(600) });
+    assert_eq!(
+        p.tool.kind,
+        ToolKind::Native {
+            entrypoint: staged.join("bin/tool-edit"),
+            deadline: std::time::Duration::from_secs(600)
+        }
+    );
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(staged.join("bin/tool-edit")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(staged.join("bin/tool-edit"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o111, 0o111, "the staged program is executable");
-    assert!(std::fs::read_to_string(staged.join("murmur.yaml")).unwrap().contains("name: tool-edit"));
+    assert!(std::fs::read_to_string(staged.join("murmur.yaml"))
+        .unwrap()
+        .contains("name: tool-edit"));
     // The staged program really runs.
-    let out = std::process::Command::new(staged.join("bin/tool-edit")).output().unwrap();
+    let out = std::process::Command::new(staged.join("bin/tool-edit"))
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"passed\""));
 
     // from: [stores, sources] writes to no store.
@@ -119,12 +167,18 @@ async fn seed_001_list_pull_pin_and_remove_literally() {
     // Step 6: the pin, byte for byte.
     let zip = tool_zip("tool-edit", "0.2.0", TOOL_EDIT_DESCRIPTION);
     let seed_pin = "  - name: murmur/tool-edit\n    resolved_version: \"0.2.0\"\n    sha256:\n      any: \"<sha256>\"\n    origin: runtime\n    session: ses_019ed2af76b57c42912b612f07dd4d51\n    owner_id: 190196424\n";
-    let expected = format!("lock_version: 3\nartifacts:\n{}", seed_pin.replace("<sha256>", &sha(&zip)));
+    let expected = format!(
+        "lock_version: 3\nartifacts:\n{}",
+        seed_pin.replace("<sha256>", &sha(&zip))
+    );
     assert_eq!(lock_text(&e).unwrap(), expected);
 
     // Removal by tool name.
     let removed = svc.remove(req(&e, "tool-edit")).await.unwrap();
-    assert_eq!(removed.result.to_string(), r#"{"artifact":"murmur/tool-edit","removed":true}"#);
+    assert_eq!(
+        removed.result.to_string(),
+        r#"{"artifact":"murmur/tool-edit","removed":true}"#
+    );
     assert_eq!(removed.tool_name, "tool-edit");
     assert_eq!(lock_text(&e).unwrap(), "lock_version: 3\nartifacts: []\n");
     assert!(!staged.exists(), "the staged folder is deleted");
@@ -134,24 +188,49 @@ async fn seed_001_list_pull_pin_and_remove_literally() {
 async fn stores_only_grant_never_touches_the_network() {
     let e = env();
     let project_store = Store::project(&e.project);
-    put(&project_store, "murmur", &tool_zip("tool-edit", "0.1.0", "old"), None);
-    put(&project_store, "murmur", &tool_zip("tool-edit", "0.2.0", "new"), None);
-    put(&Store::global(&e.home), "murmur", &tool_zip("tool-grep", "1.0.0", "grep"), None);
+    put(
+        &project_store,
+        "murmur",
+        &tool_zip("tool-edit", "0.1.0", "old"),
+        None,
+    );
+    put(
+        &project_store,
+        "murmur",
+        &tool_zip("tool-edit", "0.2.0", "new"),
+        None,
+    );
+    put(
+        &Store::global(&e.home),
+        "murmur",
+        &tool_zip("tool-grep", "1.0.0", "grep"),
+        None,
+    );
     e.fake.fault("/", Fault::ServerError);
     let svc = service(&e, STORES_GRANT);
 
-    let PullOutcome::Listing(l) = svc.pull(req(&e, "murmur/*")).await.unwrap() else { panic!() };
+    let PullOutcome::Listing(l) = svc.pull(req(&e, "murmur/*")).await.unwrap() else {
+        panic!()
+    };
     assert_eq!(
         l.to_string(),
         r#"{"pattern":"murmur/*","matches":[{"artifact":"murmur/tool-edit","runtime":"tool","description":"new","versions":["0.2.0","0.1.0"],"newest_fitting":"0.2.0","held_in":["project store"]},{"artifact":"murmur/tool-grep","runtime":"tool","description":"grep","versions":["1.0.0"],"newest_fitting":"1.0.0","held_in":["global store"]}],"omitted":0,"notes":[]}"#
     );
-    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-edit@0.1.0")).await.unwrap() else { panic!() };
+    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-edit@0.1.0")).await.unwrap() else {
+        panic!()
+    };
     assert_eq!(p.result["fetched_from"], "project store");
     assert_eq!(p.result["version"], "0.1.0");
-    let PullOutcome::Pulled(g) = svc.pull(req(&e, "murmur/tool-grep")).await.unwrap() else { panic!() };
+    let PullOutcome::Pulled(g) = svc.pull(req(&e, "murmur/tool-grep")).await.unwrap() else {
+        panic!()
+    };
     assert_eq!(g.result["fetched_from"], "global store");
     assert_eq!(g.owner_id, None);
-    assert!(e.fake.requests().is_empty(), "from: [stores] must not touch the network: {:?}", e.fake.requests());
+    assert!(
+        e.fake.requests().is_empty(),
+        "from: [stores] must not touch the network: {:?}",
+        e.fake.requests()
+    );
     assert_eq!(
         refused(&svc, req(&e, "murmur/tool-x")).await,
         "not-found: no version of 'murmur/tool-x' is in the project store or the global store, and capabilities.install.from is [stores], so this capsule fetches from no source"
@@ -165,15 +244,27 @@ async fn stores_only_grant_never_touches_the_network() {
 #[tokio::test]
 async fn with_the_source_down_stores_still_answer_and_the_listing_notes_it() {
     let e = env();
-    put(&Store::project(&e.project), "murmur", &tool_zip("tool-edit", "0.1.0", "held"), None);
+    put(
+        &Store::project(&e.project),
+        "murmur",
+        &tool_zip("tool-edit", "0.1.0", "held"),
+        None,
+    );
     e.fake.fault("/releases", Fault::ServerError);
     let svc = service(&e, SEED_GRANT);
-    let PullOutcome::Listing(l) = svc.pull(req(&e, "murmur/tool-*")).await.unwrap() else { panic!() };
+    let PullOutcome::Listing(l) = svc.pull(req(&e, "murmur/tool-*")).await.unwrap() else {
+        panic!()
+    };
     assert_eq!(l["matches"][0]["held_in"], json!(["project store"]));
     let note = l["notes"][0].as_str().unwrap();
-    assert!(note.starts_with("github:murmur-nexus/default-artifacts could not be consulted: "), "{note}");
+    assert!(
+        note.starts_with("github:murmur-nexus/default-artifacts could not be consulted: "),
+        "{note}"
+    );
     assert!(note.contains("HTTP 500"), "{note}");
-    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else { panic!() };
+    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
+        panic!()
+    };
     assert_eq!(p.result["fetched_from"], "project store");
 }
 
@@ -181,7 +272,9 @@ async fn with_the_source_down_stores_still_answer_and_the_listing_notes_it() {
 fn assert_nothing_written(e: &Env, lock_before: &Option<String>) {
     assert_eq!(&lock_text(e), lock_before, "the lock must be untouched");
     let tools = e.records.join("tools");
-    let staged: Vec<_> = std::fs::read_dir(&tools).map(|r| r.flatten().map(|d| d.file_name()).collect()).unwrap_or_default();
+    let staged: Vec<_> = std::fs::read_dir(&tools)
+        .map(|r| r.flatten().map(|d| d.file_name()).collect())
+        .unwrap_or_default();
     assert!(staged.is_empty(), "nothing staged: {staged:?}");
 }
 
@@ -192,14 +285,33 @@ async fn every_refusal_has_its_prefix_and_writes_nothing() {
     let before = lock_text(&e);
     let store = Store::project(&e.project);
     put(&store, "murmur", &hook_zip("hook-guard", "1.0.0"), None);
-    put(&store, "murmur", &skill_zip("style", "1.0.0", "# Style\nbe terse"), None);
+    put(
+        &store,
+        "murmur",
+        &skill_zip("style", "1.0.0", "# Style\nbe terse"),
+        None,
+    );
     let host = mur::artifact::version::host_platform();
-    let other = mur::artifact::version::SUPPORTED_PLATFORMS.iter().find(|p| **p != host).unwrap();
-    put(&store, "murmur", &tool_zip("tool-other", "1.0.0", "x"), Some(other));
+    let other = mur::artifact::version::SUPPORTED_PLATFORMS
+        .iter()
+        .find(|p| **p != host)
+        .unwrap();
+    put(
+        &store,
+        "murmur",
+        &tool_zip("tool-other", "1.0.0", "x"),
+        Some(other),
+    );
     let no_payload = format!("does-not-fit: 'murmur/tool-other@1.0.0' has no payload for {host}");
     let none = PullService::new(None, &e.project, &e.home, sources(&e));
-    let svc = service(&e, "    tool: [\"murmur/*\"]\n    from: [stores, sources]\n")
-        .with_declared(vec![(ArtifactName::parse("ana/tool-held").unwrap(), ArtifactRuntime::Tool)]);
+    let svc = service(
+        &e,
+        "    tool: [\"murmur/*\"]\n    from: [stores, sources]\n",
+    )
+    .with_declared(vec![(
+        ArtifactName::parse("ana/tool-held").unwrap(),
+        ArtifactRuntime::Tool,
+    )]);
 
     let cases: Vec<(&PullService, &str, &str)> = vec![
         (&none, "murmur/tool-edit", "not-granted: this capsule declares no capabilities.install, so pulling 'murmur/tool-edit' is refused"),
@@ -223,14 +335,22 @@ async fn every_refusal_has_its_prefix_and_writes_nothing() {
     // Bad inputs.
     let mut r = req(&e, "x");
     r.input = json!("murmur/tool-edit");
-    assert_eq!(refused(&svc, r).await, "'pull-artifact' expects a JSON object as its input");
+    assert_eq!(
+        refused(&svc, r).await,
+        "'pull-artifact' expects a JSON object as its input"
+    );
     let mut r = req(&e, "x");
     r.input = json!({"artifact": ""});
-    assert_eq!(refused(&svc, r).await, "'pull-artifact' requires a non-empty 'artifact'");
+    assert_eq!(
+        refused(&svc, r).await,
+        "'pull-artifact' requires a non-empty 'artifact'"
+    );
     // A reserved name is refused before anything is resolved: no request reached the source.
     let fresh = env();
     let s2 = service(&fresh, "    tool: [\"*\"]\n    from: [stores, sources]\n");
-    assert!(refused(&s2, req(&fresh, "murmur/delegate-task")).await.starts_with("not-granted: [E-CAP-013]"));
+    assert!(refused(&s2, req(&fresh, "murmur/delegate-task"))
+        .await
+        .starts_with("not-granted: [E-CAP-013]"));
     assert!(fresh.fake.requests().is_empty());
 }
 
@@ -239,14 +359,21 @@ async fn hash_mismatch_truncation_and_server_errors_are_not_fetched() {
     let e = env();
     let store = Store::project(&e.project);
     put(&store, "murmur", &tool_zip("tool-a", "1.0.0", "a"), None);
-    std::fs::write(store.root.join("murmur/tool-a/1.0.0/tool-a-1.0.0.sha256"), "00".repeat(32)).unwrap();
+    std::fs::write(
+        store.root.join("murmur/tool-a/1.0.0/tool-a-1.0.0.sha256"),
+        "00".repeat(32),
+    )
+    .unwrap();
     let svc = service(&e, SEED_GRANT);
     let r = refused(&svc, req(&e, "murmur/tool-a@1.0.0")).await;
     assert!(r.starts_with("not-fetched: artifact integrity check failed for murmur/tool-a@1.0.0: the reported hash does not match the bytes"), "{r}");
 
     e.fake.fault("tool-edit-0.2.0.mur.zip", Fault::Truncated);
     let r = refused(&svc, req(&e, "murmur/tool-edit@0.2.0")).await;
-    assert!(r.starts_with("not-fetched: artifact integrity check failed for murmur/tool-edit@0.2.0"), "{r}");
+    assert!(
+        r.starts_with("not-fetched: artifact integrity check failed for murmur/tool-edit@0.2.0"),
+        "{r}"
+    );
     assert!(r.contains("truncated"), "{r}");
 
     let e2 = env();
@@ -256,7 +383,10 @@ async fn hash_mismatch_truncation_and_server_errors_are_not_fetched() {
     let e3 = env();
     e3.fake.fault("/releases/tags/", Fault::NotFound);
     let r = refused(&service(&e3, SEED_GRANT), req(&e3, "murmur/tool-edit")).await;
-    assert_eq!(r, "not-fetched: github:murmur-nexus/default-artifacts has no release v0.25.0 (HTTP 404)");
+    assert_eq!(
+        r,
+        "not-fetched: github:murmur-nexus/default-artifacts has no release v0.25.0 (HTTP 404)"
+    );
     for env in [&e, &e2, &e3] {
         assert_nothing_written(env, &None);
     }
@@ -266,12 +396,27 @@ async fn hash_mismatch_truncation_and_server_errors_are_not_fetched() {
 async fn an_owner_that_differs_from_the_pin_is_refused() {
     let e = env();
     e.fake.repo("Ana/tools", 222);
-    e.fake.publish("Ana/tools", "ana", "v1", &[published_tool("tool-fmt", "1.0.0", "fmt")]);
+    e.fake.publish(
+        "Ana/tools",
+        "ana",
+        "v1",
+        &[published_tool("tool-fmt", "1.0.0", "fmt")],
+    );
     let lock = "lock_version: 3\nartifacts:\n  - name: ana/tool-old\n    resolved_version: \"1.0.0\"\n    sha256:\n      any: \"aa\"\n    origin: operator\n    owner_id: 111\n";
     std::fs::write(e.project.join("murmur.lock"), lock).unwrap();
     let mut src = sources(&e);
-    src.sources = mur::artifact::config::SourcesConfig::parse("registry:\n  sources:\n    - repo: Ana/tools\n", "c").unwrap().sources;
-    let svc = PullService::new(install_cap("    tool: [\"ana/*\"]\n    from: [stores, sources]\n"), &e.project, &e.home, src);
+    src.sources = mur::artifact::config::SourcesConfig::parse(
+        "registry:\n  sources:\n    - repo: Ana/tools\n",
+        "c",
+    )
+    .unwrap()
+    .sources;
+    let svc = PullService::new(
+        install_cap("    tool: [\"ana/*\"]\n    from: [stores, sources]\n"),
+        &e.project,
+        &e.home,
+        src,
+    );
     let r = refused(&svc, req(&e, "ana/tool-fmt")).await;
     assert!(
         r.starts_with("not-fetched: [E-REG-010] ana/tool-fmt@1.0.0 (github:Ana/tools) records GitHub account id 222 as the owner of scope 'ana', and murmur.lock records owner id 111 for it (entry ana/tool-old); hint: "),
@@ -279,7 +424,14 @@ async fn an_owner_that_differs_from_the_pin_is_refused() {
     );
     assert_eq!(lock_text(&e).unwrap(), lock);
     // Refused before the payload was fetched: its release was never asked for.
-    assert!(!e.fake.requests().iter().any(|p| p.contains("/releases/tags/v1")), "{:?}", e.fake.requests());
+    assert!(
+        !e.fake
+            .requests()
+            .iter()
+            .any(|p| p.contains("/releases/tags/v1")),
+        "{:?}",
+        e.fake.requests()
+    );
 
     // The murmur scope must be owned by murmur-nexus's account.
     let e2 = env();
@@ -291,10 +443,20 @@ async fn an_owner_that_differs_from_the_pin_is_refused() {
 #[tokio::test]
 async fn an_invalid_lock_refuses_the_pull_and_is_left_as_it_was() {
     let e = env();
-    std::fs::write(e.project.join("murmur.lock"), "lock_version: 1\nartifacts: []\n").unwrap();
+    std::fs::write(
+        e.project.join("murmur.lock"),
+        "lock_version: 1\nartifacts: []\n",
+    )
+    .unwrap();
     let r = refused(&service(&e, SEED_GRANT), req(&e, "murmur/tool-edit")).await;
-    assert!(r.starts_with("failed to read murmur.lock: invalid murmur.lock at "), "{r}");
-    assert!(r.ends_with("murmur.lock: unsupported lock_version 1 (expected 3)"), "{r}");
+    assert!(
+        r.starts_with("failed to read murmur.lock: invalid murmur.lock at "),
+        "{r}"
+    );
+    assert!(
+        r.ends_with("murmur.lock: unsupported lock_version 1 (expected 3)"),
+        "{r}"
+    );
     assert_eq!(lock_text(&e).unwrap(), "lock_version: 1\nartifacts: []\n");
 }
 
@@ -304,8 +466,14 @@ async fn removal_refusals_and_unknown_names() {
     std::fs::write(e.project.join("murmur.lock"), "lock_version: 3\nartifacts:\n  - name: murmur/tool-op\n    resolved_version: \"1.0.0\"\n    sha256:\n      any: \"aa\"\n    origin: operator\n").unwrap();
     let before = lock_text(&e);
     let svc = service(&e, SEED_GRANT).with_declared(vec![
-        (ArtifactName::parse("murmur/tool-decl").unwrap(), ArtifactRuntime::Tool),
-        (ArtifactName::parse("murmur/guard").unwrap(), ArtifactRuntime::Hook),
+        (
+            ArtifactName::parse("murmur/tool-decl").unwrap(),
+            ArtifactRuntime::Tool,
+        ),
+        (
+            ArtifactName::parse("murmur/guard").unwrap(),
+            ArtifactRuntime::Hook,
+        ),
     ]);
     let cases = [
         ("murmur/tool-decl", "not-removable: 'murmur/tool-decl' is declared in murmur.yaml; an artifact the operator declared stays for the life of the session"),
@@ -322,7 +490,10 @@ async fn removal_refusals_and_unknown_names() {
         assert_eq!(lock_text(&e), before);
     }
     let r = svc.remove(req(&e, "tool-nothing")).await.unwrap();
-    assert_eq!(r.result.to_string(), r#"{"artifact":"tool-nothing","removed":false}"#);
+    assert_eq!(
+        r.result.to_string(),
+        r#"{"artifact":"tool-nothing","removed":false}"#
+    );
 }
 
 #[tokio::test]
@@ -332,15 +503,30 @@ async fn a_pull_of_an_operator_pinned_version_keeps_operator() {
     put(&Store::project(&e.project), "murmur", &zip, None);
     let lock = format!("lock_version: 3\nartifacts:\n  - name: murmur/tool-edit\n    resolved_version: \"0.2.0\"\n    sha256:\n      any: \"{}\"\n    origin: operator\n", sha(&zip));
     std::fs::write(e.project.join("murmur.lock"), &lock).unwrap();
-    let PullOutcome::Pulled(p) = service(&e, STORES_GRANT).pull(req(&e, "murmur/tool-edit")).await.unwrap() else { panic!() };
+    let PullOutcome::Pulled(p) = service(&e, STORES_GRANT)
+        .pull(req(&e, "murmur/tool-edit"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(p.origin, "operator");
     assert_eq!(p.tool.origin, ToolOrigin::Operator);
     assert_eq!(lock_text(&e).unwrap(), lock);
     // A different version than the pin is a conflict and writes nothing.
-    put(&Store::project(&e.project), "murmur", &tool_zip("tool-edit", "0.3.0", "n"), None);
+    put(
+        &Store::project(&e.project),
+        "murmur",
+        &tool_zip("tool-edit", "0.3.0", "n"),
+        None,
+    );
     let e_records = e.records.join("tools/tool-edit");
     std::fs::remove_dir_all(&e_records).unwrap();
-    let r = refused(&service(&e, STORES_GRANT), req(&e, "murmur/tool-edit@0.3.0")).await;
+    let r = refused(
+        &service(&e, STORES_GRANT),
+        req(&e, "murmur/tool-edit@0.3.0"),
+    )
+    .await;
     assert_eq!(r, "murmur.lock conflict for 'murmur/tool-edit': pinned murmur/tool-edit@0.2.0, but murmur/tool-edit@0.3.0 was resolved — refusing to override a pinned artifact at runtime");
     assert!(!e_records.exists());
 }
@@ -359,8 +545,20 @@ fn two_processes_pulling_different_tools_at_once_are_both_pinned() {
         for (i, n) in names.iter().enumerate() {
             let (project, home, base) = (e.project.clone(), e.home.clone(), e.fake.base.clone());
             s.spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                let svc = PullService::new(install_cap(STORES_GRANT), &project, &home, SourcesConfig { api_base: base, sources: vec![], murmur_token: None });
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let svc = PullService::new(
+                    install_cap(STORES_GRANT),
+                    &project,
+                    &home,
+                    SourcesConfig {
+                        api_base: base,
+                        sources: vec![],
+                        murmur_token: None,
+                    },
+                );
                 let r = ArtifactRequest {
                     session_id: format!("ses_{i:032}"),
                     records_dir: project.join(format!("workdir/s{i}")),
@@ -371,11 +569,22 @@ fn two_processes_pulling_different_tools_at_once_are_both_pinned() {
         }
     });
     let lock = mur::artifact::lock::read_lock(&e.project).unwrap();
-    let mut pinned: Vec<String> = lock.entries.iter().map(|x| x.name.name().to_string()).collect();
+    let mut pinned: Vec<String> = lock
+        .entries
+        .iter()
+        .map(|x| x.name.name().to_string())
+        .collect();
     pinned.sort();
     assert_eq!(pinned, names);
-    assert!(lock.entries.iter().all(|x| x.origin == mur::artifact::Origin::Runtime));
-    let leftovers: Vec<_> = std::fs::read_dir(&e.project).unwrap().flatten().filter(|d| d.file_name().to_string_lossy().ends_with(".tmp")).collect();
+    assert!(lock
+        .entries
+        .iter()
+        .all(|x| x.origin == mur::artifact::Origin::Runtime));
+    let leftovers: Vec<_> = std::fs::read_dir(&e.project)
+        .unwrap()
+        .flatten()
+        .filter(|d| d.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
     assert!(leftovers.is_empty());
 }
 
@@ -383,11 +592,17 @@ fn two_processes_pulling_different_tools_at_once_are_both_pinned() {
 fn tool_declarations_name_the_grant() {
     let cap = install_cap("    tool: [\"murmur/tool-*\"]\n    skill: [\"ana/style-*\"]\n    from: [stores, sources]\n").unwrap();
     let pull = mur::artifact::pull_tool_decl(&cap);
-    assert_eq!((pull.name.as_str(), pull.version.as_str()), ("pull-artifact", "0.0.0"));
+    assert_eq!(
+        (pull.name.as_str(), pull.version.as_str()),
+        ("pull-artifact", "0.0.0")
+    );
     assert_eq!(pull.kind, ToolKind::Runtime);
     assert_eq!(pull.origin, ToolOrigin::Provided);
     assert!(pull.description.contains("This capsule may pull skills matching: ana/style-*; tools matching: murmur/tool-*; from: stores, sources."));
-    assert_eq!(pull.input_schema, json!({"type":"object","properties":{"artifact":{"type":"string"}},"required":["artifact"]}));
+    assert_eq!(
+        pull.input_schema,
+        json!({"type":"object","properties":{"artifact":{"type":"string"}},"required":["artifact"]})
+    );
     let remove = mur::artifact::remove_tool_decl(&cap);
     assert_eq!(remove.name, "remove-artifact");
     assert_eq!(remove.input_schema, pull.input_schema);

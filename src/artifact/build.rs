@@ -31,7 +31,11 @@ impl Built {
     pub fn file_name(&self) -> String {
         format!(
             "{}.mur.zip",
-            file_stem(self.manifest.name(), self.manifest.version(), self.platform.as_deref())
+            file_stem(
+                self.manifest.name(),
+                self.manifest.version(),
+                self.platform.as_deref()
+            )
         )
     }
 }
@@ -40,7 +44,11 @@ const SKIP_DIRS: [&str; 5] = ["workdir", ".murmur", ".git", "target", "node_modu
 
 fn read_file(path: &Path) -> Result<Vec<u8>, Diagnostic> {
     std::fs::read(path).map_err(|e| {
-        let code = if e.kind() == std::io::ErrorKind::NotFound { "E-IO-001" } else { "E-IO-003" };
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            "E-IO-001"
+        } else {
+            "E-IO-003"
+        };
         Diagnostic::error(code, format!("cannot read {}: {e}", path.display()))
     })
 }
@@ -61,11 +69,18 @@ fn safe_relative(p: &str) -> bool {
 pub fn pack_dir(dir: &Path) -> Result<Built, Diagnostic> {
     let manifest_path = dir.join(MANIFEST_ENTRY);
     let text = String::from_utf8(read_file(&manifest_path)?).map_err(|_| {
-        Diagnostic::error("E-IO-003", format!("{} is not UTF-8 text", manifest_path.display()))
+        Diagnostic::error(
+            "E-IO-003",
+            format!("{} is not UTF-8 text", manifest_path.display()),
+        )
     })?;
     let label = manifest_path.display().to_string();
     if let Ok(v) = serde_norway::from_str::<serde_norway::Value>(&text) {
-        if let Some(n) = v.get("name").and_then(|n| n.as_str()).filter(|n| n.contains('/')) {
+        if let Some(n) = v
+            .get("name")
+            .and_then(|n| n.as_str())
+            .filter(|n| n.contains('/'))
+        {
             return Err(Diagnostic::error(
                 "E-BLD-001",
                 format!("{label}: artifact name '{n}' has a scope; a packed name is bare, and the scope comes from where it is installed from"),
@@ -74,10 +89,15 @@ pub fn pack_dir(dir: &Path) -> Result<Built, Diagnostic> {
         }
     }
     let manifest = parse_packed_manifest(&text, &label).map_err(|e| {
-        let code = if e.contains("'name'") { "E-BLD-001" } else { "E-MAN-003" };
+        let code = if e.contains("'name'") {
+            "E-BLD-001"
+        } else {
+            "E-MAN-003"
+        };
         Diagnostic::error(code, e)
     })?;
-    let mut entries: Vec<(String, Vec<u8>, bool)> = vec![(MANIFEST_ENTRY.into(), text.clone().into_bytes(), false)];
+    let mut entries: Vec<(String, Vec<u8>, bool)> =
+        vec![(MANIFEST_ENTRY.into(), text.clone().into_bytes(), false)];
     let mut platform = None;
     match &manifest {
         PackedManifest::Artifact(m) => {
@@ -99,17 +119,30 @@ pub fn pack_dir(dir: &Path) -> Result<Built, Diagnostic> {
                 if !safe_relative(&f) || f == MANIFEST_ENTRY {
                     return Err(Diagnostic::error(
                         "E-BLD-002",
-                        format!("{label}: requires_files entry '{f}' must be a relative path inside {}", dir.display()),
+                        format!(
+                            "{label}: requires_files entry '{f}' must be a relative path inside {}",
+                            dir.display()
+                        ),
                     ));
                 }
                 let path = dir.join(&f);
                 if path.is_symlink() {
-                    return Err(Diagnostic::error("E-BLD-002", format!("{} is a symbolic link; pack the file itself", path.display())));
+                    return Err(Diagnostic::error(
+                        "E-BLD-002",
+                        format!(
+                            "{} is a symbolic link; pack the file itself",
+                            path.display()
+                        ),
+                    ));
                 }
                 if !path.is_file() {
                     return Err(Diagnostic::error(
                         "E-BLD-003",
-                        format!("{}: the payload needs {f}, and {} is not a file", dir.display(), path.display()),
+                        format!(
+                            "{}: the payload needs {f}, and {} is not a file",
+                            dir.display(),
+                            path.display()
+                        ),
                     ));
                 }
                 let exec = f.starts_with("bin/") || is_exec(&path);
@@ -118,37 +151,59 @@ pub fn pack_dir(dir: &Path) -> Result<Built, Diagnostic> {
         }
         PackedManifest::Capsule(_) => walk(dir, dir, &mut entries)?,
     }
-    let bytes = zip_entries(entries).map_err(|e| Diagnostic::error("E-IO-003", format!("{}: {e}", dir.display())))?;
+    let bytes = zip_entries(entries)
+        .map_err(|e| Diagnostic::error("E-IO-003", format!("{}: {e}", dir.display())))?;
     // The packed result must unpack under the same rules every reader applies.
     unpack(&bytes, &dir.display().to_string()).map_err(|e| Diagnostic::error("E-BLD-003", e))?;
-    Ok(Built { bytes, manifest, platform })
+    Ok(Built {
+        bytes,
+        manifest,
+        platform,
+    })
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>, bool)>) -> Result<(), Diagnostic> {
-    let rd = std::fs::read_dir(dir)
-        .map_err(|e| Diagnostic::error("E-IO-003", format!("cannot read {}: {e}", dir.display())))?;
+    let rd = std::fs::read_dir(dir).map_err(|e| {
+        Diagnostic::error("E-IO-003", format!("cannot read {}: {e}", dir.display()))
+    })?;
     let mut items: Vec<_> = rd.flatten().collect();
     items.sort_by_key(|e| e.file_name());
     for e in items {
         let path = e.path();
         let Some(fname) = e.file_name().to_str().map(str::to_string) else {
-            return Err(Diagnostic::error("E-BLD-002", format!("{} has a name that is not UTF-8", path.display())));
+            return Err(Diagnostic::error(
+                "E-BLD-002",
+                format!("{} has a name that is not UTF-8", path.display()),
+            ));
         };
-        let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-        let ft = e.file_type().map_err(|err| Diagnostic::error("E-IO-003", format!("{}: {err}", path.display())))?;
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let ft = e
+            .file_type()
+            .map_err(|err| Diagnostic::error("E-IO-003", format!("{}: {err}", path.display())))?;
         if ft.is_dir() {
             if !SKIP_DIRS.contains(&fname.as_str()) {
                 walk(root, &path, out)?;
             }
             continue;
         }
-        if rel == MANIFEST_ENTRY || fname == ".env" || fname == "murmur.lock" || fname.ends_with(".mur.zip") {
+        if rel == MANIFEST_ENTRY
+            || fname == ".env"
+            || fname == "murmur.lock"
+            || fname.ends_with(".mur.zip")
+        {
             continue;
         }
         if ft.is_symlink() {
             return Err(Diagnostic::error(
                 "E-BLD-002",
-                format!("{} is a symbolic link; a .mur.zip holds only regular files", path.display()),
+                format!(
+                    "{} is a symbolic link; a .mur.zip holds only regular files",
+                    path.display()
+                ),
             ));
         }
         if ft.is_file() {
@@ -193,10 +248,14 @@ pub fn build_to(dir: &Path, out: Option<&Path>) -> Result<(PathBuf, Built), Diag
         _ => PathBuf::from("."),
     };
     let tmp = parent.join(format!(".{}.tmp", uuid::Uuid::now_v7().simple()));
-    let write = super::store::write_synced(&tmp, &built.bytes).and_then(|_| std::fs::rename(&tmp, &path));
+    let write =
+        super::store::write_synced(&tmp, &built.bytes).and_then(|_| std::fs::rename(&tmp, &path));
     if let Err(e) = write {
         let _ = std::fs::remove_file(&tmp);
-        return Err(Diagnostic::error("E-IO-003", format!("cannot write {}: {e}", path.display())));
+        return Err(Diagnostic::error(
+            "E-IO-003",
+            format!("cannot write {}: {e}", path.display()),
+        ));
     }
     Ok((path, built))
 }

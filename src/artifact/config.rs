@@ -114,8 +114,11 @@ pub fn resolve_token(raw: &str) -> Option<String> {
     let raw = raw.trim();
     let upper_snake = |s: &str| {
         !s.is_empty()
-            && s.chars().next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
-            && s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && s.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+            && s.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
     };
     if let Some(var) = raw.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
         if upper_snake(var) {
@@ -154,8 +157,8 @@ impl SourcesConfig {
     pub fn parse(text: &str, label: &str) -> Result<SourcesConfig, Diagnostic> {
         let fail = |why: String| Diagnostic::error("E-CFG-003", format!("{label}: {why}"));
         let mut cfg = Self::default();
-        let value: Value = serde_norway::from_str(text)
-            .map_err(|e| fail(format!("YAML syntax error: {e}")))?;
+        let value: Value =
+            serde_norway::from_str(text).map_err(|e| fail(format!("YAML syntax error: {e}")))?;
         let Some(registry) = value.get("registry").filter(|v| !v.is_null()) else {
             return Ok(cfg);
         };
@@ -164,28 +167,43 @@ impl SourcesConfig {
                 return Err(fail(format!("registry.{removed} is not a registry key; name sources with registry.sources: [{{repo, token}}]")));
             }
         }
-        if std::env::var(API_ENV).map(|v| v.trim().is_empty()).unwrap_or(true) {
+        if std::env::var(API_ENV)
+            .map(|v| v.trim().is_empty())
+            .unwrap_or(true)
+        {
             match registry.get("api_base") {
                 None | Some(Value::Null) => {}
                 Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {
                     cfg.api_base = s.trim_end_matches('/').to_string()
                 }
-                Some(_) => return Err(fail("registry.api_base must be an http:// or https:// URL".into())),
+                Some(_) => {
+                    return Err(fail(
+                        "registry.api_base must be an http:// or https:// URL".into(),
+                    ))
+                }
             }
         }
         let entries = match registry.get("sources") {
             None | Some(Value::Null) => return Ok(cfg),
             Some(Value::Sequence(s)) => s,
-            Some(_) => return Err(fail("registry.sources must be a list of {repo, token} entries".into())),
+            Some(_) => {
+                return Err(fail(
+                    "registry.sources must be a list of {repo, token} entries".into(),
+                ))
+            }
         };
         for (i, e) in entries.iter().enumerate() {
             let field = format!("registry.sources[{i}]");
             if !e.is_mapping() {
-                return Err(fail(format!("{field} must be a mapping with repo and token")));
+                return Err(fail(format!(
+                    "{field} must be a mapping with repo and token"
+                )));
             }
             for removed in ["name", "type", "url"] {
                 if e.get(removed).is_some() {
-                    return Err(fail(format!("{field}.{removed} is not a source key; a source is {{repo, token}}")));
+                    return Err(fail(format!(
+                        "{field}.{removed} is not a source key; a source is {{repo, token}}"
+                    )));
                 }
             }
             let repo = e
@@ -194,19 +212,25 @@ impl SourcesConfig {
                 .map(str::trim)
                 .filter(|r| !r.is_empty())
                 .ok_or_else(|| fail(format!("{field} has no repo")))?;
-            let Some((owner, name)) = repo.split_once('/').filter(|(o, n)| {
-                !o.is_empty() && !n.is_empty() && !n.contains('/')
-            }) else {
+            let Some((owner, name)) = repo
+                .split_once('/')
+                .filter(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'))
+            else {
                 return Err(fail(format!("{field}.repo '{repo}' is not <owner>/<repo>")));
             };
-            let token = e.get("token").and_then(Value::as_str).and_then(resolve_token);
+            let token = e
+                .get("token")
+                .and_then(Value::as_str)
+                .and_then(resolve_token);
             if repo.eq_ignore_ascii_case(MURMUR_SCOPE_REPO) {
                 cfg.murmur_token = token;
                 continue;
             }
             let scope = owner.to_ascii_lowercase();
             check_name_part(&scope).map_err(|why| {
-                fail(format!("{field}.repo '{repo}': the owner '{owner}' is not a valid scope: it {why}"))
+                fail(format!(
+                    "{field}.repo '{repo}': the owner '{owner}' is not a valid scope: it {why}"
+                ))
             })?;
             if scope == "local" || scope == "murmur" {
                 return Err(fail(format!(
@@ -214,7 +238,9 @@ impl SourcesConfig {
                 )));
             }
             if cfg.sources.iter().any(|s| s.scope == scope) {
-                return Err(fail(format!("{field}: two entries serve the scope '{scope}'")));
+                return Err(fail(format!(
+                    "{field}: two entries serve the scope '{scope}'"
+                )));
             }
             cfg.sources.push(Source {
                 scope,
@@ -248,7 +274,9 @@ impl SourcesConfig {
     pub fn source_for_repo(&self, owner: &str, repo: &str) -> Source {
         let full = format!("{owner}/{repo}");
         if full.eq_ignore_ascii_case(MURMUR_SCOPE_REPO) {
-            return self.source_for("murmur").unwrap_or_else(|| unreachable_source(&full));
+            return self
+                .source_for("murmur")
+                .unwrap_or_else(|| unreachable_source(&full));
         }
         let configured = self
             .sources
@@ -282,14 +310,22 @@ mod tests {
         )
         .unwrap();
         let s = cfg.source_for("ana").unwrap();
-        assert_eq!((s.repo.as_str(), s.token.as_deref()), ("Ana/tools", Some("literal-token")));
+        assert_eq!(
+            (s.repo.as_str(), s.token.as_deref()),
+            ("Ana/tools", Some("literal-token"))
+        );
         assert_eq!(s.label(), "github:Ana/tools");
         assert_eq!(cfg.source_for("murmur").unwrap().repo, MURMUR_SCOPE_REPO);
         assert!(cfg.source_for("local").is_none());
-        let e = SourcesConfig::parse("registry:\n  sources:\n    - repo: local/x\n", "c.yaml").unwrap_err();
+        let e = SourcesConfig::parse("registry:\n  sources:\n    - repo: local/x\n", "c.yaml")
+            .unwrap_err();
         assert_eq!(e.code, "E-CFG-003");
-        assert_eq!(e.message, "c.yaml: registry.sources[0].repo 'local/x' claims the reserved scope 'local'");
-        let e = SourcesConfig::parse("registry:\n  sources:\n    - token: x\n", "c.yaml").unwrap_err();
+        assert_eq!(
+            e.message,
+            "c.yaml: registry.sources[0].repo 'local/x' claims the reserved scope 'local'"
+        );
+        let e =
+            SourcesConfig::parse("registry:\n  sources:\n    - token: x\n", "c.yaml").unwrap_err();
         assert_eq!(e.message, "c.yaml: registry.sources[0] has no repo");
     }
 
@@ -297,6 +333,9 @@ mod tests {
     fn tokens_resolve_from_the_environment() {
         assert_eq!(resolve_token("${MUR_TEST_SURELY_UNSET_VAR}"), None);
         assert_eq!(resolve_token("ghp_literal"), Some("ghp_literal".into()));
-        assert_eq!(resolve_token("MUR_TEST_SURELY_UNSET_VAR"), Some("MUR_TEST_SURELY_UNSET_VAR".into()));
+        assert_eq!(
+            resolve_token("MUR_TEST_SURELY_UNSET_VAR"),
+            Some("MUR_TEST_SURELY_UNSET_VAR".into())
+        );
     }
 }

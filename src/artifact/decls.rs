@@ -102,7 +102,9 @@ pub fn tool_decl_for(
                 path: dir.join("skill.md"),
             },
             json!({"type":"object","properties":{}}),
-            m.description.clone().unwrap_or_else(|| skill_first_line(payload)),
+            m.description
+                .clone()
+                .unwrap_or_else(|| skill_first_line(payload)),
         ),
         ArtifactRuntime::Tool => (
             ToolKind::Native {

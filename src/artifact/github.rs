@@ -113,19 +113,28 @@ impl GithubClient {
         rb
     }
 
-    async fn get(&self, src: &Source, path: &str, accept: &str, what: &str) -> Result<reqwest::Response, SourceError> {
+    async fn get(
+        &self,
+        src: &Source,
+        path: &str,
+        accept: &str,
+        what: &str,
+    ) -> Result<reqwest::Response, SourceError> {
         let label = src.label();
-        let resp = self
-            .request(src, path, accept)
-            .send()
-            .await
-            .map_err(|e| SourceError::Unreachable(format!("{label} did not answer ({what}): {}", error_chain(&e))))?;
+        let resp = self.request(src, path, accept).send().await.map_err(|e| {
+            SourceError::Unreachable(format!(
+                "{label} did not answer ({what}): {}",
+                error_chain(&e)
+            ))
+        })?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
         }
         if status == reqwest::StatusCode::NOT_FOUND {
-            return Err(SourceError::NotFound(format!("{label} has no {what} (HTTP 404)")));
+            return Err(SourceError::NotFound(format!(
+                "{label} has no {what} (HTTP 404)"
+            )));
         }
         let limited = status == reqwest::StatusCode::TOO_MANY_REQUESTS
             || resp
@@ -144,23 +153,46 @@ impl GithubClient {
         )))
     }
 
-    async fn json<T: for<'de> Deserialize<'de>>(&self, src: &Source, path: &str, what: &str) -> Result<T, SourceError> {
-        let resp = self.get(src, path, "application/vnd.github+json", what).await?;
+    async fn json<T: for<'de> Deserialize<'de>>(
+        &self,
+        src: &Source,
+        path: &str,
+        what: &str,
+    ) -> Result<T, SourceError> {
+        let resp = self
+            .get(src, path, "application/vnd.github+json", what)
+            .await?;
         let bytes = resp.bytes().await.map_err(|e| {
-            SourceError::Unreachable(format!("{} did not answer ({what}): {}", src.label(), error_chain(&e)))
+            SourceError::Unreachable(format!(
+                "{} did not answer ({what}): {}",
+                src.label(),
+                error_chain(&e)
+            ))
         })?;
         serde_json::from_slice(&bytes).map_err(|e| {
-            SourceError::Unreachable(format!("{} answered malformed JSON ({what}): {e}", src.label()))
+            SourceError::Unreachable(format!(
+                "{} answered malformed JSON ({what}): {e}",
+                src.label()
+            ))
         })
     }
 
     /// The GitHub id of the account owning the source's repository.
     pub async fn owner_id(&self, src: &Source) -> Result<u64, SourceError> {
-        if let Some(id) = self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(&src.repo) {
+        if let Some(id) = self
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&src.repo)
+        {
             return Ok(*id);
         }
         let repo: Repo = self
-            .json(src, &format!("/repos/{}", src.repo), &format!("repository {}", src.repo))
+            .json(
+                src,
+                &format!("/repos/{}", src.repo),
+                &format!("repository {}", src.repo),
+            )
             .await?;
         self.owners
             .lock()
@@ -172,7 +204,12 @@ impl GithubClient {
     /// A release by tag, or the latest with `None`.
     pub async fn release(&self, src: &Source, tag: Option<&str>) -> Result<Release, SourceError> {
         let key = format!("{}@{}", src.repo, tag.unwrap_or(""));
-        if let Some(r) = self.releases.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(r) = self
+            .releases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(r.clone());
         }
         let (path, what) = match tag {
@@ -180,7 +217,10 @@ impl GithubClient {
                 format!("/repos/{}/releases/tags/{t}", src.repo),
                 format!("release {t}"),
             ),
-            None => (format!("/repos/{}/releases/latest", src.repo), "latest release".to_string()),
+            None => (
+                format!("/repos/{}/releases/latest", src.repo),
+                "latest release".to_string(),
+            ),
         };
         let rel: Release = self.json(src, &path, &what).await?;
         self.releases
@@ -191,11 +231,20 @@ impl GithubClient {
     }
 
     /// Downloads one asset whole; a body shorter (or longer) than the release says is refused.
-    pub async fn download(&self, src: &Source, asset: &ReleaseAsset) -> Result<Vec<u8>, SourceError> {
+    pub async fn download(
+        &self,
+        src: &Source,
+        asset: &ReleaseAsset,
+    ) -> Result<Vec<u8>, SourceError> {
         let label = src.label();
         let what = format!("asset {}", asset.name);
         let mut resp = self
-            .get(src, &format!("/repos/{}/releases/assets/{}", src.repo, asset.id), "application/octet-stream", &what)
+            .get(
+                src,
+                &format!("/repos/{}/releases/assets/{}", src.repo, asset.id),
+                "application/octet-stream",
+                &what,
+            )
             .await?;
         let expected = resp.content_length().unwrap_or(asset.size).max(asset.size);
         let show = expected > PROGRESS_ABOVE && stderr_is_tty();
@@ -206,7 +255,13 @@ impl GithubClient {
                     out.extend_from_slice(&c);
                     if show {
                         let mut e = std::io::stderr().lock();
-                        let _ = write!(e, "\rdownloading {}: {} / {} KiB", asset.name, out.len() >> 10, expected >> 10);
+                        let _ = write!(
+                            e,
+                            "\rdownloading {}: {} / {} KiB",
+                            asset.name,
+                            out.len() >> 10,
+                            expected >> 10
+                        );
                         let _ = e.flush();
                     }
                 }
@@ -241,7 +296,12 @@ impl GithubClient {
     /// The source's index: `artifacts-index.json` on its latest release, checked to claim the
     /// source's scope.
     pub async fn index(&self, src: &Source) -> Result<Index, SourceError> {
-        if let Some(i) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&src.repo) {
+        if let Some(i) = self
+            .indexes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&src.repo)
+        {
             return Ok(i.clone());
         }
         let label = src.label();
@@ -250,7 +310,12 @@ impl GithubClient {
             .assets
             .iter()
             .find(|a| a.name == INDEX_ASSET)
-            .ok_or_else(|| SourceError::NotFound(format!("{label} publishes no {INDEX_ASSET} on its latest release ({})", rel.tag_name)))?;
+            .ok_or_else(|| {
+                SourceError::NotFound(format!(
+                    "{label} publishes no {INDEX_ASSET} on its latest release ({})",
+                    rel.tag_name
+                ))
+            })?;
         let bytes = self.download(src, asset).await?;
         let index = parse_index(&bytes, &label).map_err(SourceError::Unreachable)?;
         if index.scope != src.scope {
@@ -267,10 +332,19 @@ impl GithubClient {
     }
 
     /// Downloads the file `file` from release `tag` and checks it against `sha256`.
-    pub async fn fetch_file(&self, src: &Source, tag: &str, file: &str, sha256: &str) -> Result<Vec<u8>, SourceError> {
+    pub async fn fetch_file(
+        &self,
+        src: &Source,
+        tag: &str,
+        file: &str,
+        sha256: &str,
+    ) -> Result<Vec<u8>, SourceError> {
         let rel = self.release(src, Some(tag)).await?;
         let asset = rel.assets.iter().find(|a| a.name == file).ok_or_else(|| {
-            SourceError::NotFound(format!("{} has no asset {file} on release {tag}", src.label()))
+            SourceError::NotFound(format!(
+                "{} has no asset {file} on release {tag}",
+                src.label()
+            ))
         })?;
         let bytes = self.download(src, asset).await?;
         if super::store::sha256_hex(&bytes) != sha256.to_ascii_lowercase() {

@@ -93,7 +93,8 @@ impl Installer {
 
     fn client(&mut self) -> Result<&GithubClient, Diagnostic> {
         if self.client.is_none() {
-            let c = GithubClient::new(&self.sources.api_base).map_err(|e| Diagnostic::error("E-REG-006", e))?;
+            let c = GithubClient::new(&self.sources.api_base)
+                .map_err(|e| Diagnostic::error("E-REG-006", e))?;
             self.client = Some(c);
         }
         Ok(self.client.as_ref().expect("set above"))
@@ -112,8 +113,15 @@ impl Installer {
             None => name.to_string(),
         };
         if name.scope() == "local" {
-            return Err(Diagnostic::error("E-REG-001", format!("artifact {what} is not in the store"))
-                .with_hint(format!("install it from its file: mur install ./{}-{}.mur.zip", name.name(), version.unwrap_or("<version>"))));
+            return Err(Diagnostic::error(
+                "E-REG-001",
+                format!("artifact {what} is not in the store"),
+            )
+            .with_hint(format!(
+                "install it from its file: mur install ./{}-{}.mur.zip",
+                name.name(),
+                version.unwrap_or("<version>")
+            )));
         }
         self.sources.source_for(name.scope()).ok_or_else(|| {
             Diagnostic::error(
@@ -127,7 +135,13 @@ impl Installer {
         })
     }
 
-    fn check_owner(lock: &Lock, src: Option<&Source>, name: &ArtifactName, owner: u64, from: &str) -> Result<(), Diagnostic> {
+    fn check_owner(
+        lock: &Lock,
+        src: Option<&Source>,
+        name: &ArtifactName,
+        owner: u64,
+        from: &str,
+    ) -> Result<(), Diagnostic> {
         let hint = "the account was renamed or re-registered, or the repository changed hands; if you trust it, delete the scope's entries from murmur.lock and install again";
         if let Some(expected) = src.and_then(Source::expected_owner) {
             if expected != owner {
@@ -149,24 +163,36 @@ impl Installer {
     }
 
     /// Resolves `name[@version]`: target store, then the other store, then the scope's source.
-    async fn resolve(&mut self, name: &ArtifactName, version: Option<&str>) -> Result<Ready, Diagnostic> {
+    async fn resolve(
+        &mut self,
+        name: &ArtifactName,
+        version: Option<&str>,
+    ) -> Result<Ready, Diagnostic> {
         let lock = self.lock()?;
         if let Some(v) = version {
             if ["latest", "stable", "edge"].contains(&v.to_ascii_lowercase().as_str()) {
-                return Err(Diagnostic::error("E-REG-004", format!("version '{v}' is reserved and names no single version of {name}")));
+                return Err(Diagnostic::error(
+                    "E-REG-004",
+                    format!("version '{v}' is reserved and names no single version of {name}"),
+                ));
             }
-            crate::manifest::names::check_version(v)
-                .map_err(|why| Diagnostic::error("E-IO-003", format!("version of {name}: {why}")))?;
+            crate::manifest::names::check_version(v).map_err(|why| {
+                Diagnostic::error("E-IO-003", format!("version of {name}: {why}"))
+            })?;
             let mut stores: Vec<(&Store, bool)> = vec![(self.target(), true)];
             if !self.global {
                 stores.push((&self.global_store, false));
             }
             for (store, in_target) in stores {
                 let hit = store.get(name, v).map_err(|e| {
-                    Diagnostic::error("E-REG-002", e).with_hint(format!("delete {} and install again", store.version_dir(name, v).display()))
+                    Diagnostic::error("E-REG-002", e).with_hint(format!(
+                        "delete {} and install again",
+                        store.version_dir(name, v).display()
+                    ))
                 })?;
                 if let Some(s) = hit {
-                    let payload = unpack(&s.bytes, &s.path.display().to_string()).map_err(|e| Diagnostic::error("E-IO-003", e))?;
+                    let payload = unpack(&s.bytes, &s.path.display().to_string())
+                        .map_err(|e| Diagnostic::error("E-IO-003", e))?;
                     if let Some(owner) = s.meta.as_ref().and_then(|m| m.owner_id) {
                         Self::check_owner(&lock, None, name, owner, store.label())?;
                     }
@@ -186,7 +212,11 @@ impl Installer {
             let mut best: Option<String> = None;
             for store in [self.target(), &self.global_store] {
                 for sv in store.versions(name) {
-                    if store_fit(name, &sv).is_ok() && best.as_ref().is_none_or(|b| compare_versions(&sv.version, b).is_gt()) {
+                    if store_fit(name, &sv).is_ok()
+                        && best
+                            .as_ref()
+                            .is_none_or(|b| compare_versions(&sv.version, b).is_gt())
+                    {
                         best = Some(sv.version.clone());
                     }
                 }
@@ -205,14 +235,20 @@ impl Installer {
             other => reg006(other),
         })?;
         let art = index.artifact(name.name()).ok_or_else(|| {
-            Diagnostic::error("E-REG-001", format!("the index of {label} lists no artifact '{}'", name.name()))
+            Diagnostic::error(
+                "E-REG-001",
+                format!("the index of {label} lists no artifact '{}'", name.name()),
+            )
         })?;
         let iv = match version {
             Some(v) => {
                 let iv = art.version(v).ok_or_else(|| {
                     Diagnostic::error(
                         "E-REG-001",
-                        format!("the index of {label} lists no version {v} of {name}; it lists {}", art.version_list().join(", ")),
+                        format!(
+                            "the index of {label} lists no version {v} of {name}; it lists {}",
+                            art.version_list().join(", ")
+                        ),
                     )
                 })?;
                 index_fit(name, iv).map_err(|why| Diagnostic::error("E-REG-001", why))?;
@@ -224,24 +260,52 @@ impl Installer {
                 match vs.iter().copied().find(|iv| index_fit(name, iv).is_ok()) {
                     Some(iv) => iv,
                     None => {
-                        let why = vs.first().map(|iv| index_fit(name, iv).err().unwrap_or_default()).unwrap_or_else(|| "it lists no version".into());
-                        return Err(Diagnostic::error("E-REG-001", format!("no version of {name} in {label} fits this mur: {why}")));
+                        let why = vs
+                            .first()
+                            .map(|iv| index_fit(name, iv).err().unwrap_or_default())
+                            .unwrap_or_else(|| "it lists no version".into());
+                        return Err(Diagnostic::error(
+                            "E-REG-001",
+                            format!("no version of {name} in {label} fits this mur: {why}"),
+                        ));
                     }
                 }
             }
         };
         let asset = iv.host_asset().ok_or_else(|| {
-            Diagnostic::error("E-REG-001", format!("{name}@{} has no payload for {}", iv.version, host_platform()))
+            Diagnostic::error(
+                "E-REG-001",
+                format!(
+                    "{name}@{} has no payload for {}",
+                    iv.version,
+                    host_platform()
+                ),
+            )
         })?;
-        let bytes = client.fetch_file(&src, &iv.release, &asset.file, &asset.sha256).await.map_err(|e| match e {
-            SourceError::Integrity(d) => Diagnostic::error("E-REG-002", format!("artifact integrity check failed for {name}@{}: {d}", iv.version)),
-            other => reg006(other),
-        })?;
-        let payload = unpack(&bytes, &format!("{} ({label})", asset.file)).map_err(|e| Diagnostic::error("E-IO-003", e))?;
+        let bytes = client
+            .fetch_file(&src, &iv.release, &asset.file, &asset.sha256)
+            .await
+            .map_err(|e| match e {
+                SourceError::Integrity(d) => Diagnostic::error(
+                    "E-REG-002",
+                    format!(
+                        "artifact integrity check failed for {name}@{}: {d}",
+                        iv.version
+                    ),
+                ),
+                other => reg006(other),
+            })?;
+        let payload = unpack(&bytes, &format!("{} ({label})", asset.file))
+            .map_err(|e| Diagnostic::error("E-IO-003", e))?;
         if payload.manifest.version() != iv.version {
             return Err(Diagnostic::error(
                 "E-REG-002",
-                format!("{} ({label}) packs version {}, but its index says {}", asset.file, payload.manifest.version(), iv.version),
+                format!(
+                    "{} ({label}) packs version {}, but its index says {}",
+                    asset.file,
+                    payload.manifest.version(),
+                    iv.version
+                ),
             ));
         }
         Ok(Ready {
@@ -275,7 +339,13 @@ impl Installer {
         }
         if !r.in_target {
             self.target()
-                .put(&r.name, &r.bytes, &r.payload, r.platform.as_deref(), r.owner_id)
+                .put(
+                    &r.name,
+                    &r.bytes,
+                    &r.payload,
+                    r.platform.as_deref(),
+                    r.owner_id,
+                )
                 .map_err(|e| Diagnostic::error("E-IO-003", e))?;
         }
         let mut adopted = None;
@@ -292,12 +362,17 @@ impl Installer {
                 if let Some(c) = lock.conflict_with(&r.name, &version, &hash) {
                     return Err(c);
                 }
-                Ok(lock.upsert(pin).filter(|p| p.origin == Origin::Runtime).and_then(|p| p.session))
+                Ok(lock
+                    .upsert(pin)
+                    .filter(|p| p.origin == Origin::Runtime)
+                    .and_then(|p| p.session))
             })
             .map_err(|e| match e {
                 LockUpdateError::Invalid(d) => d,
                 LockUpdateError::Refused(c) => conflict(&r.name, &c),
-                LockUpdateError::Write(s) => Diagnostic::error("E-IO-003", format!("failed to write murmur.lock: {s}")),
+                LockUpdateError::Write(s) => {
+                    Diagnostic::error("E-IO-003", format!("failed to write murmur.lock: {s}"))
+                }
             })?;
         }
         println!("Installed {}@{version} from {}", r.name, r.from);
@@ -308,7 +383,11 @@ impl Installer {
     }
 
     /// Installs `scope/name[@version]`.
-    pub async fn install_name(&mut self, name: &ArtifactName, version: Option<&str>) -> Result<(), Diagnostic> {
+    pub async fn install_name(
+        &mut self,
+        name: &ArtifactName,
+        version: Option<&str>,
+    ) -> Result<(), Diagnostic> {
         let r = self.resolve(name, version).await?;
         self.commit(r)
     }
@@ -316,12 +395,18 @@ impl Installer {
     /// Installs a `.mur.zip` file as `local/<packed name>`.
     pub fn install_file(&self, path: &Path) -> Result<(), Diagnostic> {
         let bytes = std::fs::read(path).map_err(|e| {
-            let code = if e.kind() == std::io::ErrorKind::NotFound { "E-IO-001" } else { "E-IO-003" };
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                "E-IO-001"
+            } else {
+                "E-IO-003"
+            };
             Diagnostic::error(code, format!("cannot read {}: {e}", path.display()))
         })?;
-        let payload = unpack(&bytes, &path.display().to_string()).map_err(|e| Diagnostic::error("E-IO-003", e))?;
-        let name = ArtifactName::from_parts("local", payload.manifest.name())
-            .map_err(|e| Diagnostic::error("E-BLD-001", format!("{}: {}", path.display(), e.message)))?;
+        let payload = unpack(&bytes, &path.display().to_string())
+            .map_err(|e| Diagnostic::error("E-IO-003", e))?;
+        let name = ArtifactName::from_parts("local", payload.manifest.name()).map_err(|e| {
+            Diagnostic::error("E-BLD-001", format!("{}: {}", path.display(), e.message))
+        })?;
         let platform = platform_of_file(path.file_name().and_then(|f| f.to_str()).unwrap_or(""));
         self.commit(Ready {
             name,
@@ -335,15 +420,27 @@ impl Installer {
     }
 
     /// Installs every `.mur.zip` asset of `github:<owner>/<repo>@<tag>`.
-    pub async fn install_github(&mut self, owner: &str, repo: &str, tag: &str) -> Result<usize, Diagnostic> {
+    pub async fn install_github(
+        &mut self,
+        owner: &str,
+        repo: &str,
+        tag: &str,
+    ) -> Result<usize, Diagnostic> {
         let src = self.sources.source_for_repo(owner, repo);
-        if src.scope != "murmur" && (src.scope == "local" || crate::manifest::names::check_name_part(&src.scope).is_err()) {
+        if src.scope != "murmur"
+            && (src.scope == "local"
+                || crate::manifest::names::check_name_part(&src.scope).is_err())
+        {
             return Err(Diagnostic::error(
                 "E-REG-007",
                 format!("github:{owner}/{repo}: the owner '{owner}' cannot be a scope (reserved or not a valid name)"),
             ));
         }
-        if src.scope == "murmur" && !src.repo.eq_ignore_ascii_case(super::config::MURMUR_SCOPE_REPO) {
+        if src.scope == "murmur"
+            && !src
+                .repo
+                .eq_ignore_ascii_case(super::config::MURMUR_SCOPE_REPO)
+        {
             return Err(Diagnostic::error("E-REG-007", format!("github:{owner}/{repo}: the scope 'murmur' is reserved for murmur-nexus/default-artifacts")));
         }
         let lock = self.lock()?;
@@ -360,7 +457,11 @@ impl Installer {
         };
         let host = host_platform();
         let mut picked: Vec<&super::github::ReleaseAsset> = Vec::new();
-        for a in release.assets.iter().filter(|a| a.name.ends_with(".mur.zip")) {
+        for a in release
+            .assets
+            .iter()
+            .filter(|a| a.name.ends_with(".mur.zip"))
+        {
             match platform_of_file(&a.name) {
                 Some(p) if p != host => continue,
                 _ => picked.push(a),
@@ -373,7 +474,10 @@ impl Installer {
                 || !names.contains(&a.name.replace(".mur.zip", &format!("-{host}.mur.zip")))
         });
         if picked.is_empty() {
-            return Err(Diagnostic::error("E-REG-001", format!("{label} release {tag} has no .mur.zip asset for {host}")));
+            return Err(Diagnostic::error(
+                "E-REG-001",
+                format!("{label} release {tag} has no .mur.zip asset for {host}"),
+            ));
         }
         let mut ready = Vec::new();
         for a in picked {
@@ -381,12 +485,19 @@ impl Installer {
             let sha = sha256_hex(&bytes);
             let recorded = digests
                 .as_ref()
-                .and_then(|i| i.artifacts.iter().flat_map(|x| &x.versions).flat_map(|v| &v.assets).find(|x| x.file == a.name))
+                .and_then(|i| {
+                    i.artifacts
+                        .iter()
+                        .flat_map(|x| &x.versions)
+                        .flat_map(|v| &v.assets)
+                        .find(|x| x.file == a.name)
+                })
                 .map(|x| x.sha256.to_ascii_lowercase());
             if recorded.as_ref().is_some_and(|r| *r != sha) {
                 return Err(Diagnostic::error("E-REG-002", format!("artifact integrity check failed for {} ({label}): the bytes do not match the sha256 its index records", a.name)));
             }
-            let payload = unpack(&bytes, &format!("{} ({label})", a.name)).map_err(|e| Diagnostic::error("E-IO-003", e))?;
+            let payload = unpack(&bytes, &format!("{} ({label})", a.name))
+                .map_err(|e| Diagnostic::error("E-IO-003", e))?;
             let name = ArtifactName::from_parts(&src.scope, payload.manifest.name())
                 .map_err(|e| Diagnostic::error("E-REG-007", e.message))?;
             Self::check_owner(&lock, Some(&src), &name, owner_id, &label)?;
@@ -420,8 +531,13 @@ pub fn platform_of_file(file: &str) -> Option<String> {
 }
 
 fn conflict(name: &ArtifactName, c: &str) -> Diagnostic {
-    Diagnostic::error("E-REG-005", format!("murmur.lock conflict for '{name}': {c}"))
-        .with_hint("for an intentional upgrade, remove the stale entry from murmur.lock and install again")
+    Diagnostic::error(
+        "E-REG-005",
+        format!("murmur.lock conflict for '{name}': {c}"),
+    )
+    .with_hint(
+        "for an intentional upgrade, remove the stale entry from murmur.lock and install again",
+    )
 }
 
 /// A parsed `mur install` argument.
@@ -430,30 +546,60 @@ pub enum InstallRef {
     /// `<scope>/<name>[@<version>]`.
     Name(ArtifactName, Option<String>),
     /// `github:<owner>/<repo>@<tag>`.
-    Github { owner: String, repo: String, tag: String },
+    Github {
+        owner: String,
+        repo: String,
+        tag: String,
+    },
     /// A `.mur.zip` path.
     File(PathBuf),
 }
 
 /// Parses a `mur install` argument.
 pub fn parse_ref(text: &str) -> Result<InstallRef, Diagnostic> {
-    if text.starts_with("./") || text.starts_with("../") || text.starts_with('/') || (text.contains('/') && text.ends_with(".mur.zip")) || (text.ends_with(".mur.zip") && Path::new(text).is_file()) {
+    if text.starts_with("./")
+        || text.starts_with("../")
+        || text.starts_with('/')
+        || (text.contains('/') && text.ends_with(".mur.zip"))
+        || (text.ends_with(".mur.zip") && Path::new(text).is_file())
+    {
         return Ok(InstallRef::File(PathBuf::from(text)));
     }
     if let Some(rest) = text.strip_prefix("github:") {
-        let bad = || Diagnostic::error("E-IO-003", format!("invalid github artifact reference '{text}' (expected github:<owner>/<repo>@<tag>)"));
+        let bad = || {
+            Diagnostic::error("E-IO-003", format!("invalid github artifact reference '{text}' (expected github:<owner>/<repo>@<tag>)"))
+        };
         let (repo_part, tag) = rest.split_once('@').ok_or_else(bad)?;
         let (owner, repo) = repo_part.split_once('/').ok_or_else(bad)?;
-        if owner.is_empty() || repo.is_empty() || tag.is_empty() || repo.contains('/') || tag.contains('/') {
+        if owner.is_empty()
+            || repo.is_empty()
+            || tag.is_empty()
+            || repo.contains('/')
+            || tag.contains('/')
+        {
             return Err(bad());
         }
-        return Ok(InstallRef::Github { owner: owner.into(), repo: repo.into(), tag: tag.into() });
+        return Ok(InstallRef::Github {
+            owner: owner.into(),
+            repo: repo.into(),
+            tag: tag.into(),
+        });
     }
     if let Some((prefix, _)) = text.split_once(':') {
-        return Err(Diagnostic::error("E-IO-003", format!("unsupported artifact source prefix '{prefix}'"))
-            .with_hint("use <scope>/<name>[@<version>], github:<owner>/<repo>@<tag>, or a path to a .mur.zip"));
+        return Err(Diagnostic::error(
+            "E-IO-003",
+            format!("unsupported artifact source prefix '{prefix}'"),
+        )
+        .with_hint(
+            "use <scope>/<name>[@<version>], github:<owner>/<repo>@<tag>, or a path to a .mur.zip",
+        ));
     }
-    let format_err = || Diagnostic::error("E-IO-003", "artifact reference must be in the format <scope/name[@version]>");
+    let format_err = || {
+        Diagnostic::error(
+            "E-IO-003",
+            "artifact reference must be in the format <scope/name[@version]>",
+        )
+    };
     let (name_text, version) = match text.split_once('@') {
         Some((_, v)) if v.is_empty() || v.contains('@') => return Err(format_err()),
         Some((n, v)) => (n, Some(v.to_string())),
@@ -470,9 +616,14 @@ pub fn parse_ref(text: &str) -> Result<InstallRef, Diagnostic> {
 }
 
 /// Installs everything `murmur.yaml` declares. Returns (installed, failures).
-pub async fn install_declared(inst: &mut Installer) -> Result<(usize, Vec<(String, Diagnostic)>), Vec<Diagnostic>> {
+pub async fn install_declared(
+    inst: &mut Installer,
+) -> Result<(usize, Vec<(String, Diagnostic)>), Vec<Diagnostic>> {
     let Some(project) = inst.project.clone() else {
-        return Err(vec![Diagnostic::error("E-IO-001", "no project root found (no murmur.yaml in current or parent directories)")]);
+        return Err(vec![Diagnostic::error(
+            "E-IO-001",
+            "no project root found (no murmur.yaml in current or parent directories)",
+        )]);
     };
     let loaded = crate::manifest::load(&project.join(MANIFEST_FILE))?;
     read_lock(&project).map_err(|d| vec![d])?;
@@ -490,7 +641,10 @@ pub async fn install_declared(inst: &mut Installer) -> Result<(usize, Vec<(Strin
 
 /// `mur install [REF] [-g]`: returns the exit code.
 pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error[E-IO-003]: cannot start the async runtime: {e}");
@@ -516,7 +670,9 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
         let result = match parsed {
             Some(InstallRef::Name(n, v)) => inst.install_name(&n, v.as_deref()).await,
             Some(InstallRef::File(p)) => inst.install_file(&p),
-            Some(InstallRef::Github { owner, repo, tag }) => inst.install_github(&owner, &repo, &tag).await.map(|_| ()),
+            Some(InstallRef::Github { owner, repo, tag }) => {
+                inst.install_github(&owner, &repo, &tag).await.map(|_| ())
+            }
             None => {
                 if global {
                     eprintln!("error[E-IO-003]: mur install -g needs an artifact reference");
@@ -538,7 +694,11 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
                         0
                     }
                     Ok((n, f)) => {
-                        eprintln!("{} of {} artifacts failed to install:", f.len(), n + f.len());
+                        eprintln!(
+                            "{} of {} artifacts failed to install:",
+                            f.len(),
+                            n + f.len()
+                        );
                         for (what, d) in f {
                             eprintln!("  {what}:");
                             for line in d.to_string().lines() {

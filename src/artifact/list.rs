@@ -56,7 +56,11 @@ pub fn list_rows(cwd: &Path, global: bool) -> Result<Vec<ListRow>, Diagnostic> {
                     .unwrap_or(Origin::Operator);
                 rows.push(ListRow {
                     name: name.to_string(),
-                    runtime: v.meta.as_ref().map(|m| m.artifact_runtime.clone()).unwrap_or_else(|| "?".into()),
+                    runtime: v
+                        .meta
+                        .as_ref()
+                        .map(|m| m.artifact_runtime.clone())
+                        .unwrap_or_else(|| "?".into()),
                     version: v.version,
                     store: label.to_string(),
                     origin: origin.as_str().into(),
@@ -66,7 +70,9 @@ pub fn list_rows(cwd: &Path, global: bool) -> Result<Vec<ListRow>, Diagnostic> {
         }
     }
     for e in &lock.entries {
-        let held = rows.iter().any(|r| r.name == e.name.as_str() && r.version == e.resolved_version);
+        let held = rows
+            .iter()
+            .any(|r| r.name == e.name.as_str() && r.version == e.resolved_version);
         if !held && e.origin == Origin::Runtime {
             rows.push(ListRow {
                 name: e.name.to_string(),
@@ -89,7 +95,16 @@ pub fn format_rows(rows: &[ListRow]) -> String {
     let header = ["NAME", "VERSION", "RUNTIME", "STORE", "ORIGIN", "TRUST"];
     let cells: Vec<[&str; 6]> = rows
         .iter()
-        .map(|r| [r.name.as_str(), &r.version, &r.runtime, &r.store, &r.origin, &r.trust])
+        .map(|r| {
+            [
+                r.name.as_str(),
+                &r.version,
+                &r.runtime,
+                &r.store,
+                &r.origin,
+                &r.trust,
+            ]
+        })
         .collect();
     let mut widths = header.map(str::len);
     for c in &cells {

@@ -68,7 +68,11 @@ impl PullService {
                 "not-granted: '{text}' is neither an artifact name nor a pattern ({why}); expected a full artifact name '<scope>/<name>', '<scope>/<name>@<version>', or a pattern ending in a single trailing '*' (e.g. 'murmur/tool-*' or 'murmur/*')"
             )
         })?;
-        let reaches = install.tool.iter().chain(&install.skill).any(|g| overlaps(g, &pattern));
+        let reaches = install
+            .tool
+            .iter()
+            .chain(&install.skill)
+            .any(|g| overlaps(g, &pattern));
         if !reaches {
             return Err(format!(
                 "not-granted: '{text}' reaches no name capabilities.install grants (skill: {}; tool: {})",

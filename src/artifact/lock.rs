@@ -44,7 +44,9 @@ impl PinHash {
     pub fn hash_for(&self, platform: Option<&str>) -> Option<&str> {
         match (self, platform) {
             (PinHash::Any(h), None) => Some(h),
-            (PinHash::Platforms(m), Some(p)) => m.iter().find(|(k, _)| k == p).map(|(_, v)| v.as_str()),
+            (PinHash::Platforms(m), Some(p)) => {
+                m.iter().find(|(k, _)| k == p).map(|(_, v)| v.as_str())
+            }
             _ => None,
         }
     }
@@ -109,7 +111,12 @@ impl Lock {
 
     /// Why pinning `name@version` with `hash` would contradict the existing pin, if it would.
     /// A platform with no hash yet is not a conflict.
-    pub fn conflict_with(&self, name: &ArtifactName, version: &str, hash: &PinHash) -> Option<String> {
+    pub fn conflict_with(
+        &self,
+        name: &ArtifactName,
+        version: &str,
+        hash: &PinHash,
+    ) -> Option<String> {
         let e = self.entry(name)?;
         if e.resolved_version != version {
             return Some(format!(
@@ -200,7 +207,10 @@ impl Lock {
         out.push_str("artifacts:\n");
         for e in &self.entries {
             out.push_str(&format!("  - name: {}\n", e.name));
-            out.push_str(&format!("    resolved_version: {}\n", quote(&e.resolved_version)));
+            out.push_str(&format!(
+                "    resolved_version: {}\n",
+                quote(&e.resolved_version)
+            ));
             out.push_str("    sha256:\n");
             match &e.sha256 {
                 PinHash::Any(h) => out.push_str(&format!("      any: {}\n", quote(h))),
@@ -232,7 +242,9 @@ impl Lock {
         match map.get("lock_version") {
             Some(Value::Number(n)) if n.as_u64() == Some(LOCK_VERSION) => {}
             Some(Value::Number(n)) => {
-                return Err(format!("unsupported lock_version {n} (expected {LOCK_VERSION})"))
+                return Err(format!(
+                    "unsupported lock_version {n} (expected {LOCK_VERSION})"
+                ))
             }
             Some(_) => return Err(format!("lock_version must be the number {LOCK_VERSION}")),
             None => return Err("missing lock_version".into()),
@@ -340,15 +352,20 @@ fn parse_entry(item: &Value) -> Result<LockEntry, String> {
     }
     let owner_id = match m.get("owner_id") {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => Some(
-            n.as_u64()
-                .ok_or_else(|| format!("'{name}' has an owner_id that is not a positive integer"))?,
-        ),
+        Some(Value::Number(n)) => {
+            Some(n.as_u64().ok_or_else(|| {
+                format!("'{name}' has an owner_id that is not a positive integer")
+            })?)
+        }
         Some(Value::String(s)) => Some(
             s.parse()
                 .map_err(|_| format!("'{name}' has an owner_id that is not a positive integer"))?,
         ),
-        Some(_) => return Err(format!("'{name}' has an owner_id that is not a positive integer")),
+        Some(_) => {
+            return Err(format!(
+                "'{name}' has an owner_id that is not a positive integer"
+            ))
+        }
     };
     Ok(LockEntry {
         name,
@@ -464,9 +481,11 @@ pub fn update_lock<T>(
     change: impl FnOnce(&mut Lock) -> Result<T, String>,
 ) -> Result<T, LockUpdateError> {
     let path = lock_path(project_dir);
-    let _guard = DirLock::acquire(project_dir)
-        .map_err(|e| LockUpdateError::Write(format!("cannot lock {}: {e}", project_dir.display())))?;
-    let mut lock = read_lock_at(&path).map_err(|why| LockUpdateError::Invalid(invalid_lock(&path, &why)))?;
+    let _guard = DirLock::acquire(project_dir).map_err(|e| {
+        LockUpdateError::Write(format!("cannot lock {}: {e}", project_dir.display()))
+    })?;
+    let mut lock =
+        read_lock_at(&path).map_err(|why| LockUpdateError::Invalid(invalid_lock(&path, &why)))?;
     let before = lock.clone();
     let out = change(&mut lock).map_err(LockUpdateError::Refused)?;
     if lock != before || !path.exists() {
@@ -534,12 +553,18 @@ mod tests {
     fn operator_pins_adopt_and_runtime_pins_never_demote() {
         let mut lock = Lock::default();
         lock.upsert(entry("murmur/tool-edit", Origin::Runtime));
-        let prev = lock.upsert(entry("murmur/tool-edit", Origin::Operator)).unwrap();
+        let prev = lock
+            .upsert(entry("murmur/tool-edit", Origin::Operator))
+            .unwrap();
         assert_eq!(prev.origin, Origin::Runtime);
-        let e = lock.entry(&ArtifactName::parse("murmur/tool-edit").unwrap()).unwrap();
+        let e = lock
+            .entry(&ArtifactName::parse("murmur/tool-edit").unwrap())
+            .unwrap();
         assert_eq!((e.origin, e.session.clone()), (Origin::Operator, None));
         lock.upsert(entry("murmur/tool-edit", Origin::Runtime));
-        let e = lock.entry(&ArtifactName::parse("murmur/tool-edit").unwrap()).unwrap();
+        let e = lock
+            .entry(&ArtifactName::parse("murmur/tool-edit").unwrap())
+            .unwrap();
         assert_eq!(e.origin, Origin::Operator);
     }
 
@@ -549,10 +574,16 @@ mod tests {
         lock.upsert(entry("murmur/tool-edit", Origin::Operator));
         let n = ArtifactName::parse("murmur/tool-edit").unwrap();
         assert_eq!(
-            lock.conflict_with(&n, "0.3.0", &PinHash::Any("ab".into())).unwrap(),
+            lock.conflict_with(&n, "0.3.0", &PinHash::Any("ab".into()))
+                .unwrap(),
             "pinned murmur/tool-edit@0.2.0, but murmur/tool-edit@0.3.0 was resolved"
         );
-        assert!(lock.conflict_with(&n, "0.2.0", &PinHash::Any("ab".into())).is_none());
-        assert_eq!(lock.owner_conflict("murmur", 5), Some((190196424, "murmur/tool-edit".into())));
+        assert!(lock
+            .conflict_with(&n, "0.2.0", &PinHash::Any("ab".into()))
+            .is_none());
+        assert_eq!(
+            lock.owner_conflict("murmur", 5),
+            Some((190196424, "murmur/tool-edit".into()))
+        );
     }
 }

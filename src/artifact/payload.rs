@@ -156,11 +156,10 @@ impl Payload {
 
 /// Checks one entry name: relative, `/`-separated, no `..`, no empty or `.` components.
 fn safe_entry_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('/')
-        && !name.contains('\\')
-        && !name.contains('\0')
-        && !(name.len() >= 2 && name.as_bytes()[1] == b':')
+    let drive_letter = name.len() >= 2 && name.as_bytes()[1] == b':';
+    let forbidden =
+        name.is_empty() || name.starts_with('/') || name.contains(['\\', '\0']) || drive_letter;
+    !forbidden
         && name
             .trim_end_matches('/')
             .split('/')
@@ -276,7 +275,10 @@ pub fn parse_packed_manifest(text: &str, label: &str) -> Result<PackedManifest, 
             .filter(|d| d.is_error())
             .map(|d| d.message.clone())
             .collect();
-        format!("{label} is not a valid capsule manifest: {}", msgs.join("; "))
+        format!(
+            "{label} is not a valid capsule manifest: {}",
+            msgs.join("; ")
+        )
     })?;
     crate::manifest::names::check_name_part(&m.name)
         .map_err(|why| format!("{label}: capsule name '{}' {why}", m.name))?;
@@ -294,7 +296,9 @@ fn check_shape(p: &Payload, label: &str) -> Result<(), String> {
     };
     if m.runtime == ArtifactRuntime::Skill {
         if p.file("skill.md").is_none() {
-            return Err(format!("{label}: a skill payload needs skill.md at its root"));
+            return Err(format!(
+                "{label}: a skill payload needs skill.md at its root"
+            ));
         }
     } else if m.implementation == Implementation::Native && p.file(&p.native_entry()).is_none() {
         return Err(format!(
@@ -320,7 +324,9 @@ pub fn zip_entries(mut entries: Vec<(String, Vec<u8>, bool)>) -> Result<Vec<u8>,
         w.write_all(&bytes)
             .map_err(|e| format!("cannot add {path}: {e}"))?;
     }
-    let cur = w.finish().map_err(|e| format!("cannot finish the zip: {e}"))?;
+    let cur = w
+        .finish()
+        .map_err(|e| format!("cannot finish the zip: {e}"))?;
     Ok(cur.into_inner())
 }
 
@@ -358,6 +364,9 @@ mod tests {
     fn a_missing_entrypoint_is_named() {
         let z = zip_entries(vec![("murmur.yaml".into(), tool_yaml(), false)]).unwrap();
         let e = unpack(&z, "t.mur.zip").unwrap_err();
-        assert_eq!(e, "t.mur.zip: a native tool payload needs its program at bin/t");
+        assert_eq!(
+            e,
+            "t.mur.zip: a native tool payload needs its program at bin/t"
+        );
     }
 }

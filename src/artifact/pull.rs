@@ -21,7 +21,9 @@ use super::stage::stage_payload;
 use super::store::{StoreVersion, Stored};
 use super::version::compare_versions;
 use crate::manifest::names::{check_version, reserved_tool_names_list};
-use crate::manifest::{is_reserved_tool_name, ArtifactName, ArtifactRuntime, Implementation, InstallCap};
+use crate::manifest::{
+    is_reserved_tool_name, ArtifactName, ArtifactRuntime, Implementation, InstallCap,
+};
 
 /// Where a candidate version is held.
 #[derive(Clone, Debug)]
@@ -83,7 +85,12 @@ pub(super) fn index_fit(name: &ArtifactName, v: &super::index::IndexVersion) -> 
 
 /// The tier check: a tool must be admitted by `install.tool`, a skill by `install.skill`;
 /// anything else is never pullable. `from` describes where the role was read.
-pub(super) fn check_tier(install: &InstallCap, name: &ArtifactName, role: &str, from: &str) -> Result<(), String> {
+pub(super) fn check_tier(
+    install: &InstallCap,
+    name: &ArtifactName,
+    role: &str,
+    from: &str,
+) -> Result<(), String> {
     let (list, key) = match role {
         "tool" => (&install.tool, "tool"),
         "skill" => (&install.skill, "skill"),
@@ -179,9 +186,16 @@ impl PullService {
             }
         }
         if is_reserved_tool_name(name.tool_name()) {
-            return Err(format!("not-granted: [E-CAP-013] {}", reserved_sentence(&name)));
+            return Err(format!(
+                "not-granted: [E-CAP-013] {}",
+                reserved_sentence(&name)
+            ));
         }
-        let admitted = install.tool.iter().chain(&install.skill).any(|p| p.matches(&name));
+        let admitted = install
+            .tool
+            .iter()
+            .chain(&install.skill)
+            .any(|p| p.matches(&name));
         if !admitted {
             return Err(format!(
                 "not-granted: '{name}' matches no capabilities.install entry (skill: {}; tool: {})",
@@ -205,7 +219,15 @@ impl PullService {
 
         let (chosen, src, index_art, client) = self.choose(install, &name, version).await?;
         let fetched = self
-            .fetch(install, &lock, &name, &chosen, src.as_ref(), index_art.as_ref(), client.as_ref())
+            .fetch(
+                install,
+                &lock,
+                &name,
+                &chosen,
+                src.as_ref(),
+                index_art.as_ref(),
+                client.as_ref(),
+            )
             .await?;
         let version = chosen.version.clone();
         let hash = PinHash::for_payload(&fetched.bytes_sha, fetched.platform.as_deref());
@@ -229,7 +251,10 @@ impl PullService {
                 return Err(lock_conflict(&name, &conflict));
             }
             lock.upsert(pin);
-            Ok(lock.entry(&name).map(|e| e.origin).unwrap_or(Origin::Runtime))
+            Ok(lock
+                .entry(&name)
+                .map(|e| e.origin)
+                .unwrap_or(Origin::Runtime))
         });
         let origin = match pinned {
             Ok(o) => o,
@@ -237,7 +262,9 @@ impl PullService {
                 let _ = std::fs::remove_dir_all(&dir);
                 return Err(match e {
                     LockUpdateError::Refused(s) => s,
-                    LockUpdateError::Invalid(d) => format!("failed to read murmur.lock: {}", d.message),
+                    LockUpdateError::Invalid(d) => {
+                        format!("failed to read murmur.lock: {}", d.message)
+                    }
                     LockUpdateError::Write(s) => format!("failed to write murmur.lock: {s}"),
                 });
             }
@@ -246,7 +273,8 @@ impl PullService {
             Origin::Operator => ToolOrigin::Operator,
             Origin::Runtime => ToolOrigin::Runtime,
         };
-        let Some(tool) = tool_decl_for(&name, &fetched.payload, &dir, tool_origin, self.deadline) else {
+        let Some(tool) = tool_decl_for(&name, &fetched.payload, &dir, tool_origin, self.deadline)
+        else {
             return Err(format!("not-granted: '{name}' is not a skill or tool"));
         };
         self.remember(&request.session_id, &name);
@@ -276,15 +304,30 @@ impl PullService {
         install: &InstallCap,
         name: &ArtifactName,
         version: Option<&str>,
-    ) -> Result<(Candidate, Option<Source>, Option<IndexArtifact>, Option<GithubClient>), String> {
+    ) -> Result<
+        (
+            Candidate,
+            Option<Source>,
+            Option<IndexArtifact>,
+            Option<GithubClient>,
+        ),
+        String,
+    > {
         let stored = self.store_candidates(name);
         let from_sources = install.from_sources();
-        let src = if from_sources { self.sources.source_for(name.scope()) } else { None };
+        let src = if from_sources {
+            self.sources.source_for(name.scope())
+        } else {
+            None
+        };
         let no_source_tail = |subject: &str| -> String {
             if !from_sources {
                 format!("{subject}, and capabilities.install.from is [stores], so this capsule fetches from no source")
             } else {
-                format!("{subject}, and no source serves the '{}' scope", name.scope())
+                format!(
+                    "{subject}, and no source serves the '{}' scope",
+                    name.scope()
+                )
             }
         };
         if let Some(v) = version {
@@ -294,11 +337,16 @@ impl PullService {
             let Some(src) = src else {
                 return Err(format!(
                     "not-found: {}",
-                    no_source_tail(&format!("'{name}@{v}' is in neither the project store nor the global store"))
+                    no_source_tail(&format!(
+                        "'{name}@{v}' is in neither the project store nor the global store"
+                    ))
                 ));
             };
             let client = self.client().map_err(|e| format!("not-fetched: {e}"))?;
-            let index = client.index(&src).await.map_err(|e| format!("not-fetched: {e}"))?;
+            let index = client
+                .index(&src)
+                .await
+                .map_err(|e| format!("not-fetched: {e}"))?;
             let label = src.label();
             let Some(art) = index.artifact(name.name()) else {
                 return Err(format!(
@@ -333,7 +381,9 @@ impl PullService {
                 Err(e) => source_note = Some(e),
             }
         }
-        let art = index.as_ref().and_then(|(i, _)| i.artifact(name.name()).cloned());
+        let art = index
+            .as_ref()
+            .and_then(|(i, _)| i.artifact(name.name()).cloned());
         if let Some(a) = &art {
             for iv in &a.versions {
                 cands.push(Candidate {
@@ -347,7 +397,8 @@ impl PullService {
             if let Some(note) = source_note {
                 return Err(format!("not-fetched: {note}"));
             }
-            let subject = format!("no version of '{name}' is in the project store or the global store");
+            let subject =
+                format!("no version of '{name}' is in the project store or the global store");
             return Err(match &src {
                 Some(s) => format!(
                     "not-found: {subject}, and the index of {} lists no artifact '{}'",
@@ -404,9 +455,17 @@ impl PullService {
                     .get(name, v)
                     .map_err(|e| format!("not-fetched: {e}"))?
                     .ok_or_else(|| {
-                        chosen.fit.clone().err().map(|w| format!("does-not-fit: {w}")).unwrap_or_else(|| {
-                            format!("not-found: '{name}@{v}' is no longer in the {}", store.label())
-                        })
+                        chosen
+                            .fit
+                            .clone()
+                            .err()
+                            .map(|w| format!("does-not-fit: {w}"))
+                            .unwrap_or_else(|| {
+                                format!(
+                                    "not-found: '{name}@{v}' is no longer in the {}",
+                                    store.label()
+                                )
+                            })
                     })?;
                 let owner = meta.and_then(|m| m.owner_id);
                 (bytes, sha256, platform, store.label().to_string(), owner)
@@ -417,13 +476,16 @@ impl PullService {
                 };
                 let label = src.label();
                 check_tier(install, name, &art.runtime, &format!("{label}'s index"))?;
-                let iv = art
-                    .version(v)
-                    .ok_or_else(|| format!("not-found: the index of {label} does not list {name}@{v}"))?;
+                let iv = art.version(v).ok_or_else(|| {
+                    format!("not-found: the index of {label} does not list {name}@{v}")
+                })?;
                 if let Err(why) = &chosen.fit {
                     return Err(format!("does-not-fit: {why}"));
                 }
-                let owner = client.owner_id(src).await.map_err(|e| format!("not-fetched: {e}"))?;
+                let owner = client
+                    .owner_id(src)
+                    .await
+                    .map_err(|e| format!("not-fetched: {e}"))?;
                 owner_refusal(lock, Some(src), name, v, &label, owner)?;
                 let asset = iv
                     .host_asset()
@@ -441,7 +503,8 @@ impl PullService {
                 (bytes, sha, asset.platform.clone(), label, Some(owner))
             }
         };
-        let payload = unpack(&bytes, &format!("{name}@{v} ({from})")).map_err(|e| format!("not-fetched: {e}"))?;
+        let payload = unpack(&bytes, &format!("{name}@{v} ({from})"))
+            .map_err(|e| format!("not-fetched: {e}"))?;
         if payload.manifest.name() != name.name() || payload.manifest.version() != v {
             return Err(format!(
                 "not-fetched: {name}@{v} ({from}) packs '{}@{}' in its murmur.yaml, not {}@{v}",

@@ -36,7 +36,9 @@ impl PullService {
                 .or_else(|| {
                     lock.entries
                         .iter()
-                        .find(|e| e.name.tool_name() == text && e.session.as_deref() == Some(session))
+                        .find(|e| {
+                            e.name.tool_name() == text && e.session.as_deref() == Some(session)
+                        })
                         .map(|e| e.name.clone())
                 });
             match found {

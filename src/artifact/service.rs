@@ -82,8 +82,10 @@ impl PullService {
             .map(|a| (a.name.clone(), a.runtime))
             .collect();
         let project = std::path::absolute(&loaded.dir).unwrap_or_else(|_| loaded.dir.clone());
-        Ok(PullService::new(m.capabilities.install.clone(), &project, &home, sources)
-            .with_declared(declared))
+        Ok(
+            PullService::new(m.capabilities.install.clone(), &project, &home, sources)
+                .with_declared(declared),
+        )
     }
 
     pub(super) fn client(&self) -> Result<GithubClient, String> {
@@ -92,7 +94,10 @@ impl PullService {
 
     /// The declared entry with this full name.
     pub(super) fn declared_role(&self, name: &ArtifactName) -> Option<ArtifactRuntime> {
-        self.declared.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
+        self.declared
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, r)| *r)
     }
 
     /// Another artifact already holding `name`'s tool name in `session`, if any.
@@ -155,7 +160,11 @@ impl ArtifactSource for PullService {
     async fn pull(&self, request: ArtifactRequest) -> Result<PullOutcome, String> {
         let text = artifact_arg("pull-artifact", &request.input)?;
         let Some(install) = &self.install else {
-            let verb = if text.ends_with('*') { "listing" } else { "pulling" };
+            let verb = if text.ends_with('*') {
+                "listing"
+            } else {
+                "pulling"
+            };
             return Err(format!(
                 "not-granted: this capsule declares no capabilities.install, so {verb} '{text}' is refused"
             ));

@@ -46,11 +46,19 @@ pub struct StagedArtifacts {
 
 /// Extracts `payload` into `<records>/tools/<tool name>/` (built beside it and renamed in,
 /// replacing an older copy). Returns the folder.
-pub fn stage_payload(records_dir: &Path, name: &ArtifactName, payload: &Payload) -> std::io::Result<PathBuf> {
+pub fn stage_payload(
+    records_dir: &Path,
+    name: &ArtifactName,
+    payload: &Payload,
+) -> std::io::Result<PathBuf> {
     let tools = records_dir.join("tools");
     std::fs::create_dir_all(&tools)?;
     let dest = tools.join(name.tool_name());
-    let tmp = tools.join(format!(".tmp-{}-{}", name.tool_name(), uuid::Uuid::now_v7().simple()));
+    let tmp = tools.join(format!(
+        ".tmp-{}-{}",
+        name.tool_name(),
+        uuid::Uuid::now_v7().simple()
+    ));
     if let Err(e) = payload.extract_to(&tmp) {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
@@ -76,13 +84,18 @@ fn commit_policy_word(m: &crate::manifest::ArtifactManifest) -> &'static str {
 }
 
 /// Stages every declared tool, skill and hook of `loaded` into `records_dir`.
-pub fn stage_declared(loaded: &LoadedManifest, records_dir: &Path) -> Result<StagedArtifacts, Diagnostic> {
+pub fn stage_declared(
+    loaded: &LoadedManifest,
+    records_dir: &Path,
+) -> Result<StagedArtifacts, Diagnostic> {
     let m = &loaded.manifest;
     for a in &m.artifacts {
         if is_reserved_tool_name(a.tool_name()) {
-            return Err(Diagnostic::error("E-CAP-013", reserved_sentence(&a.name)).with_hint(
-                "rename the artifact, or drop it if the runtime's own tool is what you wanted",
-            ));
+            return Err(
+                Diagnostic::error("E-CAP-013", reserved_sentence(&a.name)).with_hint(
+                    "rename the artifact, or drop it if the runtime's own tool is what you wanted",
+                ),
+            );
         }
     }
     let wanted: Vec<_> = m
@@ -96,7 +109,10 @@ pub fn stage_declared(loaded: &LoadedManifest, records_dir: &Path) -> Result<Sta
     let home = murmur_home()?;
     let stores = [Store::project(project), Store::global(&home)];
     let lock = read_lock(project)?;
-    let system_prompt = m.inference.as_ref().and_then(|i| i.system_prompt_artifact.as_ref());
+    let system_prompt = m
+        .inference
+        .as_ref()
+        .and_then(|i| i.system_prompt_artifact.as_ref());
 
     let mut missing = Vec::new();
     let mut resolved = Vec::new();
@@ -133,7 +149,9 @@ pub fn stage_declared(loaded: &LoadedManifest, records_dir: &Path) -> Result<Sta
                     p.resolved_version
                 ),
             )
-            .with_hint(format!("run `mur install` to pin {name}@{version}, or declare the pinned version")));
+            .with_hint(format!(
+                "run `mur install` to pin {name}@{version}, or declare the pinned version"
+            )));
         }
         let mut found = None;
         for store in &stores {
@@ -143,9 +161,11 @@ pub fn stage_declared(loaded: &LoadedManifest, records_dir: &Path) -> Result<Sta
                     break;
                 }
                 Ok(None) => {}
-                Err(e) => return Err(Diagnostic::error("E-REG-002", e).with_hint(
-                    "the store copy is damaged: run `mur install` to fetch it again",
-                )),
+                Err(e) => {
+                    return Err(Diagnostic::error("E-REG-002", e).with_hint(
+                        "the store copy is damaged: run `mur install` to fetch it again",
+                    ))
+                }
             }
         }
         let Some(stored) = found else {
@@ -155,17 +175,21 @@ pub fn stage_declared(loaded: &LoadedManifest, records_dir: &Path) -> Result<Sta
         if let Some(p) = pin {
             match p.sha256.hash_for(stored.platform.as_deref()) {
                 Some(h) if h == stored.sha256 => {}
-                Some(_) => {
-                    return Err(Diagnostic::error(
-                        "E-REG-002",
-                        format!("artifact integrity check failed for {name}@{version}"),
-                    )
-                    .with_hint("artifact on disk does not match murmur.lock — re-publish or delete the lock"))
-                }
+                Some(_) => return Err(Diagnostic::error(
+                    "E-REG-002",
+                    format!("artifact integrity check failed for {name}@{version}"),
+                )
+                .with_hint(
+                    "artifact on disk does not match murmur.lock — re-publish or delete the lock",
+                )),
                 None => {
                     let tags = match &p.sha256 {
                         PinHash::Any(_) => "a platform-independent payload".to_string(),
-                        PinHash::Platforms(m) => m.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", "),
+                        PinHash::Platforms(m) => m
+                            .iter()
+                            .map(|(k, _)| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
                     };
                     return Err(Diagnostic::error(
                         "E-RUN-003",
@@ -212,7 +236,11 @@ pub fn stage_declared(loaded: &LoadedManifest, records_dir: &Path) -> Result<Sta
         let dir = stage_payload(records_dir, &a.name, &payload).map_err(|e| {
             Diagnostic::error(
                 "E-IO-002",
-                format!("cannot stage {} into {}: {e}", a.name, records_dir.join("tools").display()),
+                format!(
+                    "cannot stage {} into {}: {e}",
+                    a.name,
+                    records_dir.join("tools").display()
+                ),
             )
         })?;
         let PackedManifest::Artifact(am) = &payload.manifest else {
@@ -243,9 +271,21 @@ fn capsule_cache() -> &'static Mutex<HashMap<CapsuleKey, PathBuf>> {
 /// project store or the global store. Extracted once per content hash under
 /// `<project>/.murmur/capsules/<scope>/<name>/<version>-<sha>/` and remembered in-process, so
 /// thousands of delegations to one capsule extract (and hash) it once.
-pub fn find_capsule(project_dir: &Path, name: &ArtifactName, version: &str) -> Result<PathBuf, String> {
-    let key = (project_dir.to_path_buf(), name.to_string(), version.to_string());
-    if let Some(p) = capsule_cache().lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+pub fn find_capsule(
+    project_dir: &Path,
+    name: &ArtifactName,
+    version: &str,
+) -> Result<PathBuf, String> {
+    let key = (
+        project_dir.to_path_buf(),
+        name.to_string(),
+        version.to_string(),
+    );
+    if let Some(p) = capsule_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+    {
         if p.join("murmur.yaml").is_file() {
             return Ok(p.clone());
         }
@@ -277,16 +317,23 @@ pub fn find_capsule(project_dir: &Path, name: &ArtifactName, version: &str) -> R
             ));
         }
         let parent = dest.parent().unwrap_or(project_dir);
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         let tmp = parent.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
-        payload
-            .extract_to(&tmp)
-            .map_err(|e| format!("cannot extract {name}@{version} into {}: {e}", tmp.display()))?;
+        payload.extract_to(&tmp).map_err(|e| {
+            format!(
+                "cannot extract {name}@{version} into {}: {e}",
+                tmp.display()
+            )
+        })?;
         if std::fs::rename(&tmp, &dest).is_err() {
             // Another process extracted it first: keep theirs.
             let _ = std::fs::remove_dir_all(&tmp);
             if !dest.join("murmur.yaml").is_file() {
-                return Err(format!("cannot extract {name}@{version} into {}", dest.display()));
+                return Err(format!(
+                    "cannot extract {name}@{version} into {}",
+                    dest.display()
+                ));
             }
         }
     }

@@ -206,7 +206,12 @@ impl Store {
         out
     }
 
-    fn version_entry(&self, name: &ArtifactName, version: &str, dir: &Path) -> Option<StoreVersion> {
+    fn version_entry(
+        &self,
+        name: &ArtifactName,
+        version: &str,
+        dir: &Path,
+    ) -> Option<StoreVersion> {
         let prefix = format!("{}-{version}", name.name());
         let mut payloads = Vec::new();
         for e in std::fs::read_dir(dir).ok()?.flatten() {
@@ -288,7 +293,9 @@ impl Store {
         std::fs::create_dir_all(&parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         let tmp = parent.join(format!(".tmp-{version}-{}", uuid::Uuid::now_v7().simple()));
-        let result = self.fill_and_swap(name, &version, bytes, payload, platform, owner_id, &dir, &tmp);
+        let result = self.fill_and_swap(
+            name, &version, bytes, payload, platform, owner_id, &dir, &tmp,
+        );
         if result.is_err() {
             let _ = std::fs::remove_dir_all(&tmp);
         }
@@ -344,12 +351,17 @@ impl Store {
         };
         let meta_json = serde_json::to_string_pretty(&MetaFile { meta }).unwrap_or_default();
         write_synced(&tmp.join(format!("{stem}.mur.zip")), bytes).map_err(io)?;
-        write_synced(&tmp.join(format!("{stem}.sha256")), sha256_hex(bytes).as_bytes()).map_err(io)?;
+        write_synced(
+            &tmp.join(format!("{stem}.sha256")),
+            sha256_hex(bytes).as_bytes(),
+        )
+        .map_err(io)?;
         write_synced(&tmp.join(format!("{stem}.meta.json")), meta_json.as_bytes()).map_err(io)?;
         let old = dir.with_file_name(format!(".old-{version}-{}", uuid::Uuid::now_v7().simple()));
         let had_old = dir.exists();
         if had_old {
-            std::fs::rename(dir, &old).map_err(|e| format!("cannot replace {}: {e}", dir.display()))?;
+            std::fs::rename(dir, &old)
+                .map_err(|e| format!("cannot replace {}: {e}", dir.display()))?;
         }
         if let Err(e) = std::fs::rename(tmp, dir) {
             if had_old {
@@ -383,7 +395,9 @@ fn split_platform(p: &str) -> [String; 2] {
 
 fn read_meta(path: &Path) -> Option<Meta> {
     let text = std::fs::read(path).ok()?;
-    serde_json::from_slice::<MetaFile>(&text).ok().map(|m| m.meta)
+    serde_json::from_slice::<MetaFile>(&text)
+        .ok()
+        .map(|m| m.meta)
 }
 
 /// Writes a new file and fsyncs it.

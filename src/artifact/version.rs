@@ -53,7 +53,7 @@ fn parse_semver(v: &str) -> Option<Semver<'_>> {
         return None;
     }
     let pre = match pre {
-        Some(p) if p.is_empty() => return None,
+        Some("") => return None,
         Some(p) => p.split('.').collect(),
         None => Vec::new(),
     };
@@ -113,7 +113,10 @@ mod tests {
             .collect();
         newest_first(&mut v);
         assert_eq!(v, ["1.0.0", "1.0.0-rc.1", "0.10.0", "0.2.0", "abc"]);
-        assert_eq!(compare_versions("1.0.0-alpha", "1.0.0-alpha.1"), Ordering::Less);
+        assert_eq!(
+            compare_versions("1.0.0-alpha", "1.0.0-alpha.1"),
+            Ordering::Less
+        );
         assert_eq!(compare_versions("1.0.0-2", "1.0.0-a"), Ordering::Less);
         assert_eq!(compare_versions("v1.0.0", "0.0.1"), Ordering::Less);
     }

@@ -77,7 +77,11 @@ fn respond(status: StatusCode, body: Vec<u8>, ctype: &str) -> Response<Body> {
 }
 
 fn not_found() -> Response<Body> {
-    respond(StatusCode::NOT_FOUND, br#"{"message":"Not Found"}"#.to_vec(), "application/json")
+    respond(
+        StatusCode::NOT_FOUND,
+        br#"{"message":"Not Found"}"#.to_vec(),
+        "application/json",
+    )
 }
 
 fn release_json(r: &Release) -> Value {
@@ -94,7 +98,13 @@ fn handle(state: &Mutex<State>, path: &str) -> Response<Body> {
         if path.contains(needle.as_str()) {
             match fault {
                 Fault::NotFound => return not_found(),
-                Fault::ServerError => return respond(StatusCode::INTERNAL_SERVER_ERROR, b"boom".to_vec(), "text/plain"),
+                Fault::ServerError => {
+                    return respond(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        b"boom".to_vec(),
+                        "text/plain",
+                    )
+                }
                 Fault::Truncated => {}
             }
         }
@@ -110,23 +120,44 @@ fn handle(state: &Mutex<State>, path: &str) -> Response<Body> {
     match &parts[3..] {
         [] => respond(
             StatusCode::OK,
-            json!({"full_name": key, "owner": {"id": repo.owner_id, "login": parts[1]}}).to_string().into_bytes(),
+            json!({"full_name": key, "owner": {"id": repo.owner_id, "login": parts[1]}})
+                .to_string()
+                .into_bytes(),
             "application/json",
         ),
         ["releases", "latest"] => match repo.releases.last() {
-            Some(r) => respond(StatusCode::OK, release_json(r).to_string().into_bytes(), "application/json"),
+            Some(r) => respond(
+                StatusCode::OK,
+                release_json(r).to_string().into_bytes(),
+                "application/json",
+            ),
             None => not_found(),
         },
         ["releases", "tags", tag] => match repo.releases.iter().find(|r| r.tag == *tag) {
-            Some(r) => respond(StatusCode::OK, release_json(r).to_string().into_bytes(), "application/json"),
+            Some(r) => respond(
+                StatusCode::OK,
+                release_json(r).to_string().into_bytes(),
+                "application/json",
+            ),
             None => not_found(),
         },
         ["releases", "assets", id] => {
-            let asset = repo.releases.iter().flat_map(|r| &r.assets).find(|a| a.id.to_string() == *id);
+            let asset = repo
+                .releases
+                .iter()
+                .flat_map(|r| &r.assets)
+                .find(|a| a.id.to_string() == *id);
             match asset {
                 Some(a) => {
-                    let truncated = st.faults.iter().any(|(n, f)| *f == Fault::Truncated && a.name.contains(n.as_str()));
-                    let body = if truncated { a.bytes[..a.bytes.len() / 2].to_vec() } else { a.bytes.clone() };
+                    let truncated = st
+                        .faults
+                        .iter()
+                        .any(|(n, f)| *f == Fault::Truncated && a.name.contains(n.as_str()));
+                    let body = if truncated {
+                        a.bytes[..a.bytes.len() / 2].to_vec()
+                    } else {
+                        a.bytes.clone()
+                    };
                     respond(StatusCode::OK, body, "application/octet-stream")
                 }
                 None => not_found(),
@@ -139,12 +170,18 @@ fn handle(state: &Mutex<State>, path: &str) -> Response<Body> {
 impl FakeGithub {
     /// Starts the fake on 127.0.0.1 with an ephemeral port.
     pub fn start() -> FakeGithub {
-        let state = Arc::new(Mutex::new(State { next_id: 1, ..State::default() }));
+        let state = Arc::new(Mutex::new(State {
+            next_id: 1,
+            ..State::default()
+        }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let st = state.clone();
         let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
@@ -172,7 +209,10 @@ impl FakeGithub {
     /// Adds (or re-owns) a repository.
     pub fn repo(&self, repo: &str, owner_id: u64) {
         let mut st = self.state.lock().unwrap();
-        st.repos.entry(repo.to_ascii_lowercase()).or_default().owner_id = owner_id;
+        st.repos
+            .entry(repo.to_ascii_lowercase())
+            .or_default()
+            .owner_id = owner_id;
     }
 
     /// Adds a release (the newest one is "latest") with assets `(file name, bytes)`.
@@ -188,12 +228,19 @@ impl FakeGithub {
             .entry(repo.to_ascii_lowercase())
             .or_default()
             .releases
-            .push(Release { tag: tag.into(), assets: list });
+            .push(Release {
+                tag: tag.into(),
+                assets: list,
+            });
     }
 
     /// Every request whose path contains `needle` gets `fault` from now on.
     pub fn fault(&self, needle: &str, fault: Fault) {
-        self.state.lock().unwrap().faults.push((needle.into(), fault));
+        self.state
+            .lock()
+            .unwrap()
+            .faults
+            .push((needle.into(), fault));
     }
 
     /// Paths requested so far.
@@ -222,7 +269,10 @@ impl FakeGithub {
         }
         by_name.sort_by(|a, b| a.0.cmp(&b.0));
         let index = json!({"schema_version": 2, "scope": scope, "artifacts": by_name.into_iter().map(|(_, v)| v).collect::<Vec<_>>()});
-        assets.push(("artifacts-index.json".into(), serde_json::to_vec_pretty(&index).unwrap()));
+        assets.push((
+            "artifacts-index.json".into(),
+            serde_json::to_vec_pretty(&index).unwrap(),
+        ));
         self.release(repo, tag, assets);
     }
 }
@@ -271,7 +321,11 @@ pub fn hook_zip(name: &str, version: &str) -> Vec<u8> {
     let manifest = format!("name: {name}\nversion: \"{version}\"\nruntime: hook\nimplementation: native\nbinding: [on-tool-call]\ncommit_policy: deny\n");
     mur::artifact::payload::zip_entries(vec![
         ("murmur.yaml".into(), manifest.into_bytes(), false),
-        (format!("bin/{name}"), b"#!/bin/sh\necho '{\"decision\":\"none\"}'\n".to_vec(), true),
+        (
+            format!("bin/{name}"),
+            b"#!/bin/sh\necho '{\"decision\":\"none\"}'\n".to_vec(),
+            true,
+        ),
     ])
     .unwrap()
 }
