@@ -538,3 +538,77 @@ fn build_packs_skills_and_capsules_and_refuses_bad_folders() {
         o.stderr
     );
 }
+
+#[test]
+fn the_api_base_and_token_come_from_config_yaml() {
+    let e = env();
+    e.fake.repo("Ana/tools", 4242);
+    e.fake.publish(
+        "Ana/tools",
+        "ana",
+        "v1",
+        &[published_tool("tool-fmt", "1.0.0", "fmt")],
+    );
+    std::fs::write(
+        e.home.join("config.yaml"),
+        format!("registry:\n  api_base: {}\n  sources:\n    - repo: Ana/tools\n      token: \"${{MUR_TEST_TOKEN}}\"\n", e.fake.base),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["install", "ana/tool-fmt@1.0.0"])
+        .current_dir(&e.project)
+        .env("MURMUR_HOME", &e.home)
+        .env_remove("MUR_GITHUB_API")
+        .env_remove("GITHUB_TOKEN")
+        .env("MUR_TEST_TOKEN", "sekret")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let auth = e.fake.auth_headers();
+    assert!(!auth.is_empty());
+    assert!(
+        auth.iter().all(|a| a.as_deref() == Some("Bearer sekret")),
+        "{auth:?}"
+    );
+}
+
+#[test]
+fn bytes_that_do_not_match_the_index_digest_are_refused() {
+    let e = env();
+    let mut wrong = tool_zip("tool-grep", "1.0.0", "grep");
+    let last = wrong.len() - 1;
+    wrong[last] ^= 0xff;
+    e.fake.replace_asset("tool-grep-1.0.0.mur.zip", wrong);
+    let o = mur(&e, &e.project, &["install", "murmur/tool-grep@1.0.0"]);
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stderr,
+        "error[E-REG-002]: artifact integrity check failed for murmur/tool-grep@1.0.0: github:murmur-nexus/default-artifacts: tool-grep-1.0.0.mur.zip does not match the sha256 its index records\n"
+    );
+    nothing_written(&e, "");
+}
+
+#[test]
+fn two_processes_installing_at_once_both_end_up_pinned() {
+    for _ in 0..4 {
+        let e = env();
+        let spawn = |r: &str| {
+            Command::new(env!("CARGO_BIN_EXE_mur"))
+                .args(["install", r])
+                .current_dir(&e.project)
+                .env("MURMUR_HOME", &e.home)
+                .env("MUR_GITHUB_API", &e.fake.base)
+                .spawn()
+                .unwrap()
+        };
+        let mut a = spawn("murmur/tool-edit@0.2.0");
+        let mut b = spawn("murmur/tool-grep@1.0.0");
+        assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+        let l = lock(&e);
+        assert!(
+            l.contains("  - name: murmur/tool-edit\n")
+                && l.contains("  - name: murmur/tool-grep\n"),
+            "{l}"
+        );
+    }
+}

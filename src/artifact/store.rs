@@ -410,3 +410,56 @@ pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)?;
     f.sync_all()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::payload::{unpack, zip_entries};
+
+    fn tool(name: &str, version: &str) -> Vec<u8> {
+        let m =
+            format!("name: {name}\nversion: {version}\nruntime: tool\nimplementation: native\n");
+        zip_entries(vec![
+            ("murmur.yaml".into(), m.into_bytes(), false),
+            (format!("bin/{name}"), b"#!/bin/sh\n".to_vec(), true),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_refused_write_leaves_nothing_and_platforms_accumulate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::project(tmp.path());
+        let bytes = tool("t", "1.0.0");
+        let p = unpack(&bytes, "t").unwrap();
+        let wrong = ArtifactName::parse("ana/other").unwrap();
+        let e = store.put(&wrong, &bytes, &p, None, None).unwrap_err();
+        assert_eq!(e, "artifact ana/other@1.0.0 declares name 't' in its murmur.yaml, so it cannot be filed as ana/other");
+        assert!(!store.root.join("ana/other/1.0.0").exists());
+        let left: Vec<_> = std::fs::read_dir(store.root.join("ana/other"))
+            .map(|d| d.count())
+            .into_iter()
+            .collect();
+        assert!(left.iter().all(|n| *n == 0), "no temporary folder is left");
+
+        let name = ArtifactName::parse("ana/t").unwrap();
+        store
+            .put(&name, &bytes, &p, Some("linux-aarch64"), Some(7))
+            .unwrap();
+        store
+            .put(&name, &bytes, &p, Some("darwin-aarch64"), None)
+            .unwrap();
+        let v = &store.versions(&name)[0];
+        assert_eq!(
+            v.payloads,
+            [
+                Some("darwin-aarch64".to_string()),
+                Some("linux-aarch64".to_string())
+            ]
+        );
+        store.put(&name, &bytes, &p, None, None).unwrap();
+        let hit = store.get(&name, "1.0.0").unwrap().unwrap();
+        assert_eq!(hit.sha256, sha256_hex(&bytes));
+        assert_eq!(store.versions(&name)[0].payloads.len(), 3);
+    }
+}

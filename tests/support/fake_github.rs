@@ -46,6 +46,7 @@ struct State {
     faults: Vec<(String, Fault)>,
     next_id: u64,
     requests: Vec<String>,
+    auth: Vec<Option<String>>,
 }
 
 /// A running fake.
@@ -91,9 +92,10 @@ fn release_json(r: &Release) -> Value {
     })
 }
 
-fn handle(state: &Mutex<State>, path: &str) -> Response<Body> {
+fn handle(state: &Mutex<State>, path: &str, auth: Option<String>) -> Response<Body> {
     let mut st = state.lock().unwrap();
     st.requests.push(path.to_string());
+    st.auth.push(auth);
     for (needle, fault) in &st.faults {
         if path.contains(needle.as_str()) {
             match fault {
@@ -187,7 +189,12 @@ impl FakeGithub {
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 let app = axum::Router::new().fallback(move |req: Request<Body>| {
                     let st = st.clone();
-                    async move { handle(&st, req.uri().path()) }
+                    let auth = req
+                        .headers()
+                        .get(header::AUTHORIZATION)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
+                    async move { handle(&st, req.uri().path(), auth) }
                 });
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async move {
@@ -241,6 +248,23 @@ impl FakeGithub {
             .unwrap()
             .faults
             .push((needle.into(), fault));
+    }
+
+    /// The Authorization header of every request so far.
+    pub fn auth_headers(&self) -> Vec<Option<String>> {
+        self.state.lock().unwrap().auth.clone()
+    }
+
+    /// Replaces the bytes of every asset named `file` (the index keeps the old digest).
+    pub fn replace_asset(&self, file: &str, bytes: Vec<u8>) {
+        let mut st = self.state.lock().unwrap();
+        for repo in st.repos.values_mut() {
+            for rel in &mut repo.releases {
+                for a in rel.assets.iter_mut().filter(|a| a.name == file) {
+                    a.bytes = bytes.clone();
+                }
+            }
+        }
     }
 
     /// Paths requested so far.
