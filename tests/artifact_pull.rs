@@ -607,3 +607,41 @@ fn tool_declarations_name_the_grant() {
     assert_eq!(remove.name, "remove-artifact");
     assert_eq!(remove.input_schema, pull.input_schema);
 }
+
+#[tokio::test]
+async fn skills_are_pulled_under_the_skill_grant_and_removed_by_full_name() {
+    let e = env();
+    put(
+        &Store::global(&e.home),
+        "ana",
+        &skill_zip("style-terse", "1.2.0", "\n# Write tersely\nNo filler."),
+        None,
+    );
+    let svc = service(&e, "    skill: [\"ana/style-*\"]\n");
+    let PullOutcome::Pulled(p) = svc.pull(req(&e, "ana/style-terse")).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        p.result.to_string(),
+        r#"{"artifact":"ana/style-terse","fetched_from":"global store","runtime":"skill","tool_name":"style-terse","version":"1.2.0"}"#
+    );
+    assert_eq!(
+        p.tool.kind,
+        ToolKind::Skill {
+            path: e.records.join("tools/style-terse/skill.md")
+        }
+    );
+    assert_eq!(p.tool.description, "Write tersely");
+    // Another session (another service: nothing remembered) cannot remove this session's pin.
+    let other = service(&e, "    skill: [\"ana/style-*\"]\n");
+    let mut r = req(&e, "ana/style-terse");
+    r.session_id = "ses_other".into();
+    assert_eq!(other.remove(r).await.unwrap().result["removed"], false);
+    // The pulling session can, even through a fresh service: the pin names it.
+    let r = other.remove(req(&e, "ana/style-terse")).await.unwrap();
+    assert_eq!(
+        r.result.to_string(),
+        r#"{"artifact":"ana/style-terse","removed":true}"#
+    );
+    assert_eq!(lock_text(&e).unwrap(), "lock_version: 3\nartifacts: []\n");
+}

@@ -1,7 +1,8 @@
 //! `remove-artifact`: drop an artifact this session pulled.
 //!
 //! Only a pull can be undone: the artifact must not be declared in `murmur.yaml`, must not be a
-//! hook or driver, and `murmur.lock` (re-read now) must pin it with `origin: runtime`. The pin
+//! hook or driver, and `murmur.lock` (re-read now) must pin it with `origin: runtime`. A pin
+//! another session made is not this session's to remove: the answer is `"removed": false`. The pin
 //! is deleted first (a failure there changes nothing), then the staged `tools/<tool>/` folder.
 
 use mur_actors::registry::{ArtifactRequest, Removed};
@@ -75,7 +76,11 @@ impl PullService {
             }
             Some(_) => {}
         }
-        if self.pulled_by(session, &tool).as_ref() != Some(&name) {
+        // This session pulled it: remembered here, or recorded in the pin itself.
+        let pinned_by_us = lock
+            .entry(&name)
+            .is_some_and(|e| e.session.as_deref() == Some(session.as_str()));
+        if self.pulled_by(session, &tool).as_ref() != Some(&name) && !pinned_by_us {
             return Ok(Removed {
                 result: json!({"artifact": name.to_string(), "removed": false}),
                 tool_name: tool,
