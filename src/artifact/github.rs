@@ -252,8 +252,9 @@ impl GithubClient {
         loop {
             match resp.chunk().await {
                 Ok(Some(c)) => {
+                    let before = out.len() >> 16;
                     out.extend_from_slice(&c);
-                    if show {
+                    if show && (out.len() >> 16 != before || out.len() as u64 == expected) {
                         let mut e = std::io::stderr().lock();
                         let _ = write!(
                             e,
