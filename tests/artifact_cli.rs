@@ -612,3 +612,26 @@ fn two_processes_installing_at_once_both_end_up_pinned() {
         );
     }
 }
+
+#[test]
+fn a_pin_at_another_version_is_a_lock_conflict() {
+    let e = env();
+    assert_eq!(
+        mur(&e, &e.project, &["install", "murmur/tool-edit@0.1.0"]).code,
+        0
+    );
+    let before = lock(&e);
+    let o = mur(&e, &e.project, &["install", "murmur/tool-edit@0.2.0"]);
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stderr,
+        "error[E-REG-005]: murmur.lock conflict for 'murmur/tool-edit': pinned murmur/tool-edit@0.1.0, but murmur/tool-edit@0.2.0 was resolved\n  hint: for an intentional upgrade, remove the stale entry from murmur.lock and install again\n"
+    );
+    assert_eq!(lock(&e), before);
+    assert!(
+        !e.project
+            .join(".murmur/artifacts/murmur/tool-edit/0.2.0")
+            .exists(),
+        "nothing filed"
+    );
+}

@@ -303,6 +303,17 @@ async fn every_refusal_has_its_prefix_and_writes_nothing() {
         Some(other),
     );
     let no_payload = format!("does-not-fit: 'murmur/tool-other@1.0.0' has no payload for {host}");
+    let mut hook = published_tool("hook-net", "1.0.0", "net guard");
+    hook.runtime = "hook".into();
+    e.fake.publish(
+        MURMUR_SCOPE_REPO,
+        "murmur",
+        "v0.26.0",
+        &[
+            published_tool("tool-edit", "0.2.0", TOOL_EDIT_DESCRIPTION),
+            hook,
+        ],
+    );
     let none = PullService::new(None, &e.project, &e.home, sources(&e));
     let svc = service(
         &e,
@@ -322,6 +333,7 @@ async fn every_refusal_has_its_prefix_and_writes_nothing() {
         (&svc, "ana/*", "not-granted: 'ana/*' reaches no name capabilities.install grants (skill: <none>; tool: murmur/*)"),
         (&svc, "murmur/tool-held", "not-granted: 'murmur/tool-held' has the tool name 'tool-held', which 'ana/tool-held' already holds in this session; remove that one first or pull another artifact"),
         (&svc, "murmur/hook-guard", "not-granted: 'murmur/hook-guard' is a 'hook' artifact (native payload); capabilities.install grants only skills and tools"),
+        (&svc, "murmur/hook-net", "not-granted: 'murmur/hook-net' is a 'hook' artifact (github:murmur-nexus/default-artifacts's index); capabilities.install grants only skills and tools"),
         (&svc, "murmur/style", "not-granted: 'murmur/style' is a skill, and capabilities.install.skill does not name it (skill: <none>)"),
         (&svc, "murmur/pull-artifact", "not-granted: [E-CAP-013] artifact 'murmur/pull-artifact' has the tool name 'pull-artifact', which collides with a tool the runtime provides itself; the reserved names are share-file, fetch-peer-file, delegate-task, submit-plan, pull-artifact, remove-artifact"),
         (&svc, "murmur/tool-edit@0.9.0", "not-found: 'murmur/tool-edit@0.9.0' is in neither store, and the index of github:murmur-nexus/default-artifacts lists murmur/tool-edit at 0.2.0"),
