@@ -547,8 +547,11 @@ pub enum InstallRef {
     Name(ArtifactName, Option<String>),
     /// `github:<owner>/<repo>@<tag>`.
     Github {
+        /// The repository owner (its lowercased name is the scope).
         owner: String,
+        /// The repository name.
         repo: String,
+        /// The release tag.
         tag: String,
     },
     /// A `.mur.zip` path.
