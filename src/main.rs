@@ -83,7 +83,7 @@ fn main() -> ExitCode {
         Command::Trace(cmd) => mur::trace::cli::run(cmd),
         Command::Build { dir, output } => mur::artifact::build::run_build(&dir, output.as_deref()),
         Command::Install { reference, global } => {
-            mur::artifact::install::run_install(reference.as_deref(), global)
+            mur::artifact::install_cmd::run_install(reference.as_deref(), global)
         }
         Command::List { global } => mur::artifact::list::run_list(global),
     };

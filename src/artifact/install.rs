@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use super::config::{murmur_home, Source, SourcesConfig};
 use super::github::{GithubClient, SourceError};
 use super::index::{parse_index, INDEX_ASSET};
+use super::install_ref::platform_of_file;
 use super::lock::{read_lock, update_lock, Lock, LockEntry, LockUpdateError, Origin, PinHash};
 use super::payload::{unpack, Payload};
 use super::pull::{index_fit, store_fit};
 use super::store::{sha256_hex, Store};
-use super::version::{compare_versions, host_platform, is_platform_tag};
+use super::version::{compare_versions, host_platform};
 use crate::diagnostic::Diagnostic;
 use crate::manifest::{ArtifactName, MANIFEST_FILE};
 
@@ -520,16 +521,6 @@ impl Installer {
     }
 }
 
-/// The platform tag in a `<name>-<version>-<platform>.mur.zip` file name.
-pub fn platform_of_file(file: &str) -> Option<String> {
-    let stem = file.strip_suffix(".mur.zip")?;
-    super::version::SUPPORTED_PLATFORMS
-        .iter()
-        .find(|p| stem.ends_with(&format!("-{p}")))
-        .filter(|p| is_platform_tag(p))
-        .map(|p| p.to_string())
-}
-
 fn conflict(name: &ArtifactName, c: &str) -> Diagnostic {
     Diagnostic::error(
         "E-REG-005",
@@ -538,187 +529,4 @@ fn conflict(name: &ArtifactName, c: &str) -> Diagnostic {
     .with_hint(
         "for an intentional upgrade, remove the stale entry from murmur.lock and install again",
     )
-}
-
-/// A parsed `mur install` argument.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InstallRef {
-    /// `<scope>/<name>[@<version>]`.
-    Name(ArtifactName, Option<String>),
-    /// `github:<owner>/<repo>@<tag>`.
-    Github {
-        /// The repository owner (its lowercased name is the scope).
-        owner: String,
-        /// The repository name.
-        repo: String,
-        /// The release tag.
-        tag: String,
-    },
-    /// A `.mur.zip` path.
-    File(PathBuf),
-}
-
-/// Parses a `mur install` argument.
-pub fn parse_ref(text: &str) -> Result<InstallRef, Diagnostic> {
-    if text.starts_with("./")
-        || text.starts_with("../")
-        || text.starts_with('/')
-        || (text.contains('/') && text.ends_with(".mur.zip"))
-        || (text.ends_with(".mur.zip") && Path::new(text).is_file())
-    {
-        return Ok(InstallRef::File(PathBuf::from(text)));
-    }
-    if let Some(rest) = text.strip_prefix("github:") {
-        let bad = || {
-            Diagnostic::error("E-IO-003", format!("invalid github artifact reference '{text}' (expected github:<owner>/<repo>@<tag>)"))
-        };
-        let (repo_part, tag) = rest.split_once('@').ok_or_else(bad)?;
-        let (owner, repo) = repo_part.split_once('/').ok_or_else(bad)?;
-        if owner.is_empty()
-            || repo.is_empty()
-            || tag.is_empty()
-            || repo.contains('/')
-            || tag.contains('/')
-        {
-            return Err(bad());
-        }
-        return Ok(InstallRef::Github {
-            owner: owner.into(),
-            repo: repo.into(),
-            tag: tag.into(),
-        });
-    }
-    if let Some((prefix, _)) = text.split_once(':') {
-        return Err(Diagnostic::error(
-            "E-IO-003",
-            format!("unsupported artifact source prefix '{prefix}'"),
-        )
-        .with_hint(
-            "use <scope>/<name>[@<version>], github:<owner>/<repo>@<tag>, or a path to a .mur.zip",
-        ));
-    }
-    let format_err = || {
-        Diagnostic::error(
-            "E-IO-003",
-            "artifact reference must be in the format <scope/name[@version]>",
-        )
-    };
-    let (name_text, version) = match text.split_once('@') {
-        Some((_, v)) if v.is_empty() || v.contains('@') => return Err(format_err()),
-        Some((n, v)) => (n, Some(v.to_string())),
-        None => (text, None),
-    };
-    let name = ArtifactName::parse(name_text).map_err(|e| {
-        let d = Diagnostic::error("E-REG-007", e.message);
-        match e.hint {
-            Some(h) => d.with_hint(h),
-            None => d,
-        }
-    })?;
-    Ok(InstallRef::Name(name, version))
-}
-
-/// Installs everything `murmur.yaml` declares. Returns (installed, failures).
-pub async fn install_declared(
-    inst: &mut Installer,
-) -> Result<(usize, Vec<(String, Diagnostic)>), Vec<Diagnostic>> {
-    let Some(project) = inst.project.clone() else {
-        return Err(vec![Diagnostic::error(
-            "E-IO-001",
-            "no project root found (no murmur.yaml in current or parent directories)",
-        )]);
-    };
-    let loaded = crate::manifest::load(&project.join(MANIFEST_FILE))?;
-    read_lock(&project).map_err(|d| vec![d])?;
-    let wanted: Vec<_> = loaded.manifest.installable_artifacts().cloned().collect();
-    let mut ok = 0;
-    let mut failed = Vec::new();
-    for a in &wanted {
-        match inst.install_name(&a.name, Some(&a.version)).await {
-            Ok(()) => ok += 1,
-            Err(d) => failed.push((format!("{}@{}", a.name, a.version), d)),
-        }
-    }
-    Ok((ok, failed))
-}
-
-/// `mur install [REF] [-g]`: returns the exit code.
-pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error[E-IO-003]: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    rt.block_on(async move {
-        let parsed = match reference.map(parse_ref).transpose() {
-            Ok(r) => r,
-            Err(d) => {
-                eprintln!("{d}");
-                return 1;
-            }
-        };
-        let mut inst = match Installer::new(&cwd, global) {
-            Ok(i) => i,
-            Err(d) => {
-                eprintln!("{d}");
-                return 1;
-            }
-        };
-        let result = match parsed {
-            Some(InstallRef::Name(n, v)) => inst.install_name(&n, v.as_deref()).await,
-            Some(InstallRef::File(p)) => inst.install_file(&p),
-            Some(InstallRef::Github { owner, repo, tag }) => {
-                inst.install_github(&owner, &repo, &tag).await.map(|_| ())
-            }
-            None => {
-                if global {
-                    eprintln!("error[E-IO-003]: mur install -g needs an artifact reference");
-                    return 2;
-                }
-                return match install_declared(&mut inst).await {
-                    Err(diags) => {
-                        for d in diags.iter().filter(|d| d.is_error()) {
-                            eprintln!("{d}");
-                        }
-                        1
-                    }
-                    Ok((0, f)) if f.is_empty() => {
-                        println!("No artifacts in manifest.");
-                        0
-                    }
-                    Ok((n, f)) if f.is_empty() => {
-                        println!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
-                        0
-                    }
-                    Ok((n, f)) => {
-                        eprintln!(
-                            "{} of {} artifacts failed to install:",
-                            f.len(),
-                            n + f.len()
-                        );
-                        for (what, d) in f {
-                            eprintln!("  {what}:");
-                            for line in d.to_string().lines() {
-                                eprintln!("    {line}");
-                            }
-                        }
-                        1
-                    }
-                };
-            }
-        };
-        match result {
-            Ok(()) => 0,
-            Err(d) => {
-                eprintln!("{d}");
-                1
-            }
-        }
-    })
 }

@@ -12,6 +12,8 @@ pub mod decls;
 pub mod github;
 pub mod index;
 pub mod install;
+pub mod install_cmd;
+pub mod install_ref;
 pub mod list;
 mod listing;
 pub mod lock;
