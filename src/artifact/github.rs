@@ -85,6 +85,7 @@ const PROGRESS_ABOVE: u64 = 1 << 20;
 impl GithubClient {
     /// A client for `api_base` (e.g. `https://api.github.com`), 30 s per request.
     pub fn new(api_base: &str) -> Result<GithubClient, String> {
+        check_api_base(api_base)?;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
@@ -358,6 +359,30 @@ impl GithubClient {
     }
 }
 
+/// Refuses an API base that is not a URL, or that would send tokens over plain `http://` to a
+/// host other than loopback.
+pub fn check_api_base(api_base: &str) -> Result<(), String> {
+    let url = reqwest::Url::parse(api_base)
+        .map_err(|e| format!("the GitHub API base '{api_base}' is not a URL: {e}"))?;
+    let host = url.host_str().unwrap_or("");
+    let loopback = host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => Err(format!(
+            "the GitHub API base '{api_base}' uses http:// to a host that is not loopback; use https://"
+        )),
+        other => Err(format!(
+            "the GitHub API base '{api_base}' has scheme '{other}'; expected https://"
+        )),
+    }
+}
+
 fn stderr_is_tty() -> bool {
     // SAFETY: isatty only inspects the descriptor.
     unsafe { libc::isatty(2) == 1 }
@@ -372,4 +397,23 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_api_base;
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        assert!(check_api_base("https://api.github.com").is_ok());
+        assert!(check_api_base("http://127.0.0.1:8080").is_ok());
+        assert!(check_api_base("http://localhost:1").is_ok());
+        assert!(check_api_base("http://[::1]:1").is_ok());
+        assert_eq!(
+            check_api_base("http://example.com").unwrap_err(),
+            "the GitHub API base 'http://example.com' uses http:// to a host that is not loopback; use https://"
+        );
+        assert!(check_api_base("ftp://x").is_err());
+        assert!(check_api_base("nope").is_err());
+    }
 }
