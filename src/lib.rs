@@ -3,6 +3,7 @@
 //! The kernel (actors, messages, traits) is the `mur-actors` crate; this crate holds what talks
 //! to the outside world: the manifest, drivers, tool executors, stores and the trace readers.
 
+pub mod artifact;
 pub mod capsule;
 pub mod children;
 pub mod diagnostic;

@@ -25,6 +25,28 @@ enum Command {
     /// Read session traces.
     #[command(subcommand)]
     Trace(mur::trace::cli::TraceCommand),
+    /// Pack a folder (murmur.yaml + payload) into a .mur.zip.
+    Build {
+        /// The folder to pack.
+        dir: PathBuf,
+        /// Where to write it (default ./<name>-<version>[-<platform>].mur.zip).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Install artifacts into the project store (or -g the global store) and pin them.
+    Install {
+        /// scope/name[@version], github:owner/repo@tag, or ./file.mur.zip; none = all declared.
+        reference: Option<String>,
+        /// Use the global store (~/.murmur/artifacts) and write no lock.
+        #[arg(short = 'g', long = "global")]
+        global: bool,
+    },
+    /// List installed artifacts with version, runtime, store, origin and trust.
+    List {
+        /// Only the global store.
+        #[arg(short = 'g', long = "global")]
+        global: bool,
+    },
 }
 
 /// Logs go to stderr: warnings by default, `-v` info, `-vv` debug; `RUST_LOG` overrides.
@@ -59,6 +81,11 @@ fn main() -> ExitCode {
         }
         Command::Doctor { manifest } => mur::manifest::doctor::run(manifest.as_deref()),
         Command::Trace(cmd) => mur::trace::cli::run(cmd),
+        Command::Build { dir, output } => mur::artifact::build::run_build(&dir, output.as_deref()),
+        Command::Install { reference, global } => {
+            mur::artifact::install_cmd::run_install(reference.as_deref(), global)
+        }
+        Command::List { global } => mur::artifact::list::run_list(global),
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

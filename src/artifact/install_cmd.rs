@@ -1,0 +1,115 @@
+//! The `mur install` command: argument parsing to exit code, and the no-argument form that
+//! installs everything `murmur.yaml` declares and reports each failure.
+
+use std::path::PathBuf;
+
+use super::install::Installer;
+use super::install_ref::{parse_ref, InstallRef};
+use super::lock::read_lock;
+use crate::diagnostic::Diagnostic;
+use crate::manifest::MANIFEST_FILE;
+
+/// Installs everything `murmur.yaml` declares. Returns (installed, failures).
+pub async fn install_declared(
+    inst: &mut Installer,
+) -> Result<(usize, Vec<(String, Diagnostic)>), Vec<Diagnostic>> {
+    let Some(project) = inst.project.clone() else {
+        return Err(vec![Diagnostic::error(
+            "E-IO-001",
+            "no project root found (no murmur.yaml in current or parent directories)",
+        )]);
+    };
+    let loaded = crate::manifest::load(&project.join(MANIFEST_FILE))?;
+    read_lock(&project).map_err(|d| vec![d])?;
+    let wanted: Vec<_> = loaded.manifest.installable_artifacts().cloned().collect();
+    let mut ok = 0;
+    let mut failed = Vec::new();
+    for a in &wanted {
+        match inst.install_name(&a.name, Some(&a.version)).await {
+            Ok(()) => ok += 1,
+            Err(d) => failed.push((format!("{}@{}", a.name, a.version), d)),
+        }
+    }
+    Ok((ok, failed))
+}
+
+/// `mur install [REF] [-g]`: returns the exit code.
+pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error[E-IO-003]: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    rt.block_on(async move {
+        let parsed = match reference.map(parse_ref).transpose() {
+            Ok(r) => r,
+            Err(d) => {
+                eprintln!("{d}");
+                return 1;
+            }
+        };
+        let mut inst = match Installer::new(&cwd, global) {
+            Ok(i) => i,
+            Err(d) => {
+                eprintln!("{d}");
+                return 1;
+            }
+        };
+        let result = match parsed {
+            Some(InstallRef::Name(n, v)) => inst.install_name(&n, v.as_deref()).await,
+            Some(InstallRef::File(p)) => inst.install_file(&p),
+            Some(InstallRef::Github { owner, repo, tag }) => {
+                inst.install_github(&owner, &repo, &tag).await.map(|_| ())
+            }
+            None => {
+                if global {
+                    eprintln!("error[E-IO-003]: mur install -g needs an artifact reference");
+                    return 2;
+                }
+                return match install_declared(&mut inst).await {
+                    Err(diags) => {
+                        for d in diags.iter().filter(|d| d.is_error()) {
+                            eprintln!("{d}");
+                        }
+                        1
+                    }
+                    Ok((0, f)) if f.is_empty() => {
+                        println!("No artifacts in manifest.");
+                        0
+                    }
+                    Ok((n, f)) if f.is_empty() => {
+                        println!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
+                        0
+                    }
+                    Ok((n, f)) => {
+                        eprintln!(
+                            "{} of {} artifacts failed to install:",
+                            f.len(),
+                            n + f.len()
+                        );
+                        for (what, d) in f {
+                            eprintln!("  {what}:");
+                            for line in d.to_string().lines() {
+                                eprintln!("    {line}");
+                            }
+                        }
+                        1
+                    }
+                };
+            }
+        };
+        match result {
+            Ok(()) => 0,
+            Err(d) => {
+                eprintln!("{d}");
+                1
+            }
+        }
+    })
+}

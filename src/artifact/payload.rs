@@ -1,0 +1,372 @@
+//! `.mur.zip` payloads: packing a folder and unpacking one safely.
+//!
+//! A `.mur.zip` holds `murmur.yaml` at its root plus the payload: `bin/<name>` for a native tool
+//! or hook, `skill.md` for a skill, or a capsule's own manifest and its files. Zips come from
+//! the network, so unpacking trusts nothing: a corrupt archive, an entry that would land outside
+//! the target (`../`, absolute), a symbolic link, or an oversized entry is refused with a message
+//! naming the file and the entry. Everything is read into memory first and checked whole, so a
+//! refused payload never leaves a half-written folder.
+
+use std::io::{Cursor, Read, Write};
+use std::path::Path;
+
+use crate::manifest::{parse_artifact_manifest, ArtifactManifest, ArtifactRuntime, Implementation};
+
+/// The manifest file at the root of every payload.
+pub const MANIFEST_ENTRY: &str = "murmur.yaml";
+
+/// Size limits applied while unpacking.
+#[derive(Clone, Copy, Debug)]
+pub struct ZipLimits {
+    /// Largest single entry, uncompressed.
+    pub entry_bytes: u64,
+    /// Largest total, uncompressed.
+    pub total_bytes: u64,
+    /// Most entries.
+    pub entries: usize,
+}
+
+impl Default for ZipLimits {
+    /// 64 MiB per entry, 256 MiB in all, 10,000 entries.
+    fn default() -> Self {
+        ZipLimits {
+            entry_bytes: 64 << 20,
+            total_bytes: 256 << 20,
+            entries: 10_000,
+        }
+    }
+}
+
+/// One file of a payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PayloadFile {
+    /// Relative path with `/` separators, checked to stay inside the payload.
+    pub path: String,
+    /// Contents.
+    pub bytes: Vec<u8>,
+    /// Whether it is written executable (`bin/*`, or an executable mode in the zip).
+    pub executable: bool,
+}
+
+/// What a capsule artifact says about itself (the rest is read by `mur run` when it launches).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapsuleInfo {
+    /// Bare name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+}
+
+/// The packed `murmur.yaml`, typed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PackedManifest {
+    /// A tool, skill, hook or driver artifact.
+    Artifact(ArtifactManifest),
+    /// A capsule (its own capsule manifest; it has no `runtime:` key).
+    Capsule(CapsuleInfo),
+}
+
+impl PackedManifest {
+    /// Bare name.
+    pub fn name(&self) -> &str {
+        match self {
+            PackedManifest::Artifact(m) => &m.name,
+            PackedManifest::Capsule(c) => &c.name,
+        }
+    }
+
+    /// Version.
+    pub fn version(&self) -> &str {
+        match self {
+            PackedManifest::Artifact(m) => &m.version,
+            PackedManifest::Capsule(c) => &c.version,
+        }
+    }
+
+    /// The role word: `tool`, `skill`, `hook`, `driver` or `capsule`.
+    pub fn role(&self) -> &'static str {
+        match self {
+            PackedManifest::Artifact(m) => m.runtime.as_str(),
+            PackedManifest::Capsule(_) => "capsule",
+        }
+    }
+
+    /// The packaging word used in store sidecars: `native`, `wasm`, `static` or `capsule`.
+    pub fn packaging(&self) -> &'static str {
+        match self {
+            PackedManifest::Artifact(m) if m.runtime == ArtifactRuntime::Skill => "static",
+            PackedManifest::Artifact(m) if m.implementation == Implementation::Native => "native",
+            PackedManifest::Artifact(_) => "wasm",
+            PackedManifest::Capsule(_) => "capsule",
+        }
+    }
+
+    /// The description, when the manifest has one.
+    pub fn description(&self) -> Option<&str> {
+        match self {
+            PackedManifest::Artifact(m) => m.description.as_deref(),
+            PackedManifest::Capsule(_) => None,
+        }
+    }
+}
+
+/// An unpacked, checked payload.
+#[derive(Clone, Debug)]
+pub struct Payload {
+    /// Every file, `murmur.yaml` included, in archive order.
+    pub files: Vec<PayloadFile>,
+    /// The packed manifest, parsed.
+    pub manifest: PackedManifest,
+    /// The packed manifest's text, verbatim.
+    pub manifest_text: String,
+}
+
+impl Payload {
+    /// The file at `path`, if packed.
+    pub fn file(&self, path: &str) -> Option<&PayloadFile> {
+        self.files.iter().find(|f| f.path == path)
+    }
+
+    /// The entrypoint a native tool or hook runs: `bin/<name>`.
+    pub fn native_entry(&self) -> String {
+        format!("bin/{}", self.manifest.name())
+    }
+
+    /// Writes every file under `dest` (created; must not exist or be empty), executables 0755.
+    pub fn extract_to(&self, dest: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dest)?;
+        for f in &self.files {
+            let path = dest.join(&f.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)?;
+            out.write_all(&f.bytes)?;
+            if f.executable {
+                use std::os::unix::fs::PermissionsExt;
+                out.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks one entry name: relative, `/`-separated, no `..`, no empty or `.` components.
+fn safe_entry_name(name: &str) -> bool {
+    let drive_letter = name.len() >= 2 && name.as_bytes()[1] == b':';
+    let forbidden =
+        name.is_empty() || name.starts_with('/') || name.contains(['\\', '\0']) || drive_letter;
+    !forbidden
+        && name
+            .trim_end_matches('/')
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+/// Unpacks `bytes` with the default limits; `label` names the file in messages.
+pub fn unpack(bytes: &[u8], label: &str) -> Result<Payload, String> {
+    unpack_with_limits(bytes, label, ZipLimits::default())
+}
+
+/// Unpacks and checks `bytes`: every refusal names `label` and, where there is one, the entry.
+pub fn unpack_with_limits(bytes: &[u8], label: &str, limits: ZipLimits) -> Result<Payload, String> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes))
+        .map_err(|e| format!("{label} is not a readable .mur.zip: {e}"))?;
+    if archive.len() > limits.entries {
+        return Err(format!(
+            "{label} has {} entries; at most {} are accepted",
+            archive.len(),
+            limits.entries
+        ));
+    }
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    for i in 0..archive.len() {
+        let mut entry = archive
+            .by_index(i)
+            .map_err(|e| format!("{label} is not a readable .mur.zip (entry {i}): {e}"))?;
+        let name = entry.name().to_string();
+        if !safe_entry_name(&name) || entry.enclosed_name().is_none() {
+            return Err(format!(
+                "{label}: entry '{name}' would land outside the artifact (absolute or '..' path); refused"
+            ));
+        }
+        if entry.is_symlink() {
+            return Err(format!(
+                "{label}: entry '{name}' is a symbolic link; a .mur.zip may hold only regular files"
+            ));
+        }
+        if entry.is_dir() {
+            continue;
+        }
+        if entry.size() > limits.entry_bytes {
+            return Err(format!(
+                "{label}: entry '{name}' is {} bytes, over the {} byte limit for one entry",
+                entry.size(),
+                limits.entry_bytes
+            ));
+        }
+        let mut data = Vec::with_capacity(entry.size() as usize);
+        (&mut entry)
+            .take(limits.entry_bytes + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| format!("{label}: entry '{name}' cannot be read: {e}"))?;
+        if data.len() as u64 > limits.entry_bytes {
+            return Err(format!(
+                "{label}: entry '{name}' is over the {} byte limit for one entry",
+                limits.entry_bytes
+            ));
+        }
+        total += data.len() as u64;
+        if total > limits.total_bytes {
+            return Err(format!(
+                "{label}: its entries add up to more than {} bytes; refused",
+                limits.total_bytes
+            ));
+        }
+        let mode_exec = entry.unix_mode().is_some_and(|m| m & 0o111 != 0);
+        let path = name.trim_end_matches('/').to_string();
+        if files.iter().any(|f: &PayloadFile| f.path == path) {
+            return Err(format!("{label}: entry '{name}' appears twice"));
+        }
+        files.push(PayloadFile {
+            executable: mode_exec || path.starts_with("bin/"),
+            path,
+            bytes: data,
+        });
+    }
+    let manifest_file = files
+        .iter()
+        .find(|f| f.path == MANIFEST_ENTRY)
+        .ok_or_else(|| format!("{label} has no murmur.yaml at its root"))?;
+    let manifest_text = String::from_utf8(manifest_file.bytes.clone())
+        .map_err(|_| format!("{label}: murmur.yaml is not UTF-8 text"))?;
+    let manifest = parse_packed_manifest(&manifest_text, &format!("{label}: murmur.yaml"))?;
+    let payload = Payload {
+        files,
+        manifest,
+        manifest_text,
+    };
+    check_shape(&payload, label)?;
+    Ok(payload)
+}
+
+/// Parses a packed manifest: an artifact manifest when it has `runtime:`, else a capsule's.
+pub fn parse_packed_manifest(text: &str, label: &str) -> Result<PackedManifest, String> {
+    let value: serde_norway::Value =
+        serde_norway::from_str(text).map_err(|e| format!("{label}: YAML syntax error: {e}"))?;
+    let has_runtime = value.get("runtime").is_some();
+    if has_runtime {
+        let (m, _warnings) = parse_artifact_manifest(text, label).map_err(|errs| {
+            errs.iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        return Ok(PackedManifest::Artifact(m));
+    }
+    let (m, _warnings) = crate::manifest::parse_str(text).map_err(|errs| {
+        let msgs: Vec<String> = errs
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.message.clone())
+            .collect();
+        format!(
+            "{label} is not a valid capsule manifest: {}",
+            msgs.join("; ")
+        )
+    })?;
+    crate::manifest::names::check_name_part(&m.name)
+        .map_err(|why| format!("{label}: capsule name '{}' {why}", m.name))?;
+    Ok(PackedManifest::Capsule(CapsuleInfo {
+        name: m.name,
+        version: m.version,
+    }))
+}
+
+/// Checks that the files the manifest implies are there: `bin/<name>` for a native tool or
+/// hook, `skill.md` for a skill.
+fn check_shape(p: &Payload, label: &str) -> Result<(), String> {
+    let PackedManifest::Artifact(m) = &p.manifest else {
+        return Ok(());
+    };
+    if m.runtime == ArtifactRuntime::Skill {
+        if p.file("skill.md").is_none() {
+            return Err(format!(
+                "{label}: a skill payload needs skill.md at its root"
+            ));
+        }
+    } else if m.implementation == Implementation::Native && p.file(&p.native_entry()).is_none() {
+        return Err(format!(
+            "{label}: a native {} payload needs its program at {}",
+            m.runtime,
+            p.native_entry()
+        ));
+    }
+    Ok(())
+}
+
+/// Builds a deterministic `.mur.zip` from `(path, bytes, executable)` entries (sorted, fixed
+/// timestamps), so the same folder always hashes the same.
+pub fn zip_entries(mut entries: Vec<(String, Vec<u8>, bool)>) -> Result<Vec<u8>, String> {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    for (path, bytes, exec) in entries {
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .unix_permissions(if exec { 0o755 } else { 0o644 });
+        w.start_file(path.as_str(), opts)
+            .map_err(|e| format!("cannot add {path}: {e}"))?;
+        w.write_all(&bytes)
+            .map_err(|e| format!("cannot add {path}: {e}"))?;
+    }
+    let cur = w
+        .finish()
+        .map_err(|e| format!("cannot finish the zip: {e}"))?;
+    Ok(cur.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool_yaml() -> Vec<u8> {
+        b"name: t\nversion: 1.0.0\nruntime: tool\nimplementation: native\n".to_vec()
+    }
+
+    #[test]
+    fn a_native_tool_round_trips() {
+        let z = zip_entries(vec![
+            ("murmur.yaml".into(), tool_yaml(), false),
+            ("bin/t".into(), b"#!/bin/sh\n".to_vec(), false),
+        ])
+        .unwrap();
+        let p = unpack(&z, "t.mur.zip").unwrap();
+        assert_eq!(p.manifest.name(), "t");
+        assert!(p.file("bin/t").unwrap().executable);
+        assert_eq!(p.manifest.packaging(), "native");
+    }
+
+    #[test]
+    fn entry_names_that_escape_are_refused() {
+        for bad in ["../x", "/etc/x", "a/../../x", "a\\b", "C:/x", "./"] {
+            assert!(!safe_entry_name(bad), "{bad}");
+        }
+        assert!(safe_entry_name("bin/t"));
+        assert!(safe_entry_name("dir/"));
+    }
+
+    #[test]
+    fn a_missing_entrypoint_is_named() {
+        let z = zip_entries(vec![("murmur.yaml".into(), tool_yaml(), false)]).unwrap();
+        let e = unpack(&z, "t.mur.zip").unwrap_err();
+        assert_eq!(
+            e,
+            "t.mur.zip: a native tool payload needs its program at bin/t"
+        );
+    }
+}

@@ -1,0 +1,345 @@
+//! Staging artifacts into a session's folder at launch, and locating capsule artifacts for
+//! delegation.
+//!
+//! Every declared tool, skill and hook (not the built-in drivers, not `source:` skills) must be
+//! in a store at its declared version; its bytes are checked against the `murmur.lock` pin when
+//! there is one, and it is extracted into `<records>/tools/<tool name>/`. Everything is resolved
+//! and checked before anything is extracted, so a launch that fails leaves no half-staged
+//! folder. Reserved tool names are refused first, before anything is resolved.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use mur_actors::tool::{ToolDecl, ToolOrigin};
+
+use super::config::murmur_home;
+use super::decls::tool_decl_for;
+use super::lock::{read_lock, Origin, PinHash};
+use super::payload::{unpack, PackedManifest, Payload};
+use super::pull::reserved_sentence;
+use super::store::Store;
+use crate::diagnostic::Diagnostic;
+use crate::manifest::{is_reserved_tool_name, ArtifactName, ArtifactRuntime, LoadedManifest};
+
+/// A hook staged for the session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StagedHook {
+    /// Full name.
+    pub name: String,
+    /// The staged program (`tools/<name>/bin/<name>`).
+    pub entrypoint: PathBuf,
+    /// Events it is bound to (`on-tool-call`, …); empty = every event.
+    pub bindings: Vec<String>,
+    /// `none`, `deny`, `write-manifests`, `replace-context` or `reopen-task`.
+    pub commit_policy: String,
+}
+
+/// What [`stage_declared`] staged.
+#[derive(Clone, Debug, Default)]
+pub struct StagedArtifacts {
+    /// Tools and skills the model is offered.
+    pub tools: Vec<ToolDecl>,
+    /// Hooks the runtime calls.
+    pub hooks: Vec<StagedHook>,
+}
+
+/// Extracts `payload` into `<records>/tools/<tool name>/` (built beside it and renamed in,
+/// replacing an older copy). Returns the folder.
+pub fn stage_payload(
+    records_dir: &Path,
+    name: &ArtifactName,
+    payload: &Payload,
+) -> std::io::Result<PathBuf> {
+    let tools = records_dir.join("tools");
+    std::fs::create_dir_all(&tools)?;
+    let dest = tools.join(name.tool_name());
+    let tmp = tools.join(format!(
+        ".tmp-{}-{}",
+        name.tool_name(),
+        uuid::Uuid::now_v7().simple()
+    ));
+    if let Err(e) = payload.extract_to(&tmp) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if dest.exists() {
+        std::fs::remove_dir_all(&dest)?;
+    }
+    std::fs::rename(&tmp, &dest).inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&tmp);
+    })?;
+    Ok(dest)
+}
+
+fn commit_policy_word(m: &crate::manifest::ArtifactManifest) -> &'static str {
+    use crate::manifest::CommitPolicy::*;
+    match m.commit_policy {
+        None => "none",
+        Deny => "deny",
+        WriteManifests => "write-manifests",
+        ReplaceContext => "replace-context",
+        ReopenTask => "reopen-task",
+    }
+}
+
+/// Stages every declared tool, skill and hook of `loaded` into `records_dir`.
+pub fn stage_declared(
+    loaded: &LoadedManifest,
+    records_dir: &Path,
+) -> Result<StagedArtifacts, Diagnostic> {
+    let m = &loaded.manifest;
+    for a in &m.artifacts {
+        if is_reserved_tool_name(a.tool_name()) {
+            return Err(
+                Diagnostic::error("E-CAP-013", reserved_sentence(&a.name)).with_hint(
+                    "rename the artifact, or drop it if the runtime's own tool is what you wanted",
+                ),
+            );
+        }
+    }
+    let wanted: Vec<_> = m
+        .installable_artifacts()
+        .filter(|a| a.runtime != ArtifactRuntime::Driver)
+        .collect();
+    if wanted.is_empty() {
+        return Ok(StagedArtifacts::default());
+    }
+    let project = &loaded.dir;
+    let home = murmur_home()?;
+    let stores = [Store::project(project), Store::global(&home)];
+    let lock = read_lock(project)?;
+    let system_prompt = m
+        .inference
+        .as_ref()
+        .and_then(|i| i.system_prompt_artifact.as_ref());
+
+    let mut missing = Vec::new();
+    let mut resolved = Vec::new();
+    for a in wanted {
+        let (name, version) = (&a.name, &a.version);
+        let pin = lock.entry(name);
+        if let Some(p) = pin.filter(|p| p.origin == Origin::Runtime) {
+            let role = if matches!(a.runtime, ArtifactRuntime::Hook | ArtifactRuntime::Driver) {
+                Some(format!("runtime: {}", a.runtime))
+            } else if a.gateway.is_some() {
+                Some("a gateway: block".to_string())
+            } else if system_prompt == Some(name) {
+                Some("inference.system_prompt_artifact".to_string())
+            } else {
+                None
+            };
+            if let Some(role) = role {
+                return Err(Diagnostic::error(
+                    "E-RUN-043",
+                    format!(
+                        "murmur.lock pins '{name}@{}' from a runtime pull by session {}, and murmur.yaml declares it with {role}, which only an operator-declared pin may carry",
+                        p.resolved_version,
+                        p.session.as_deref().unwrap_or("?")
+                    ),
+                )
+                .with_hint(format!("run `mur install {name}@{}` to adopt the pin as operator-declared", p.resolved_version)));
+            }
+        }
+        if let Some(p) = pin.filter(|p| &p.resolved_version != version) {
+            return Err(Diagnostic::error(
+                "E-RUN-003",
+                format!(
+                    "murmur.lock pins '{name}@{}', but murmur.yaml declares {name}@{version}",
+                    p.resolved_version
+                ),
+            )
+            .with_hint(format!(
+                "run `mur install` to pin {name}@{version}, or declare the pinned version"
+            )));
+        }
+        let mut found = None;
+        for store in &stores {
+            match store.get(name, version) {
+                Ok(Some(s)) => {
+                    found = Some(s);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(Diagnostic::error("E-REG-002", e).with_hint(
+                        "the store copy is damaged: run `mur install` to fetch it again",
+                    ))
+                }
+            }
+        }
+        let Some(stored) = found else {
+            missing.push(format!("{name}@{version}"));
+            continue;
+        };
+        if let Some(p) = pin {
+            match p.sha256.hash_for(stored.platform.as_deref()) {
+                Some(h) if h == stored.sha256 => {}
+                Some(_) => return Err(Diagnostic::error(
+                    "E-REG-002",
+                    format!("artifact integrity check failed for {name}@{version}"),
+                )
+                .with_hint(
+                    "artifact on disk does not match murmur.lock — re-publish or delete the lock",
+                )),
+                None => {
+                    let tags = match &p.sha256 {
+                        PinHash::Any(_) => "a platform-independent payload".to_string(),
+                        PinHash::Platforms(m) => m
+                            .iter()
+                            .map(|(k, _)| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    };
+                    return Err(Diagnostic::error(
+                        "E-RUN-003",
+                        format!(
+                            "murmur.lock has no sha256 for '{name}' on platform {} — it pins {tags}",
+                            stored.platform.as_deref().unwrap_or("any")
+                        ),
+                    )
+                    .with_hint("run `mur install` on this host"));
+                }
+            }
+        }
+        let payload = unpack(&stored.bytes, &stored.path.display().to_string())
+            .map_err(|e| Diagnostic::error("E-IO-003", e))?;
+        if payload.manifest.name() != name.name() || payload.manifest.version() != version {
+            return Err(Diagnostic::error(
+                "E-REG-002",
+                format!(
+                    "{} packs '{}@{}', not {}@{version}",
+                    stored.path.display(),
+                    payload.manifest.name(),
+                    payload.manifest.version(),
+                    name.name()
+                ),
+            ));
+        }
+        let origin = match pin.map(|p| p.origin) {
+            Some(Origin::Runtime) => ToolOrigin::Runtime,
+            _ => ToolOrigin::Operator,
+        };
+        resolved.push((a, payload, origin));
+    }
+    if !missing.is_empty() {
+        return Err(Diagnostic::error(
+            "E-RUN-008",
+            format!("missing artifacts: {}", missing.join(", ")),
+        )
+        .with_hint("run `mur install` to install all manifest dependencies"));
+    }
+
+    let deadline = m.capabilities.limits.deadline();
+    let mut out = StagedArtifacts::default();
+    for (a, payload, origin) in resolved {
+        let dir = stage_payload(records_dir, &a.name, &payload).map_err(|e| {
+            Diagnostic::error(
+                "E-IO-002",
+                format!(
+                    "cannot stage {} into {}: {e}",
+                    a.name,
+                    records_dir.join("tools").display()
+                ),
+            )
+        })?;
+        let PackedManifest::Artifact(am) = &payload.manifest else {
+            continue;
+        };
+        if a.runtime == ArtifactRuntime::Hook || am.runtime == ArtifactRuntime::Hook {
+            out.hooks.push(StagedHook {
+                name: a.name.to_string(),
+                entrypoint: dir.join(payload.native_entry()),
+                bindings: am.binding.iter().map(|b| b.as_str().to_string()).collect(),
+                commit_policy: commit_policy_word(am).to_string(),
+            });
+        } else if let Some(t) = tool_decl_for(&a.name, &payload, &dir, origin, deadline) {
+            out.tools.push(t);
+        }
+    }
+    Ok(out)
+}
+
+type CapsuleKey = (PathBuf, String, String);
+
+fn capsule_cache() -> &'static Mutex<HashMap<CapsuleKey, PathBuf>> {
+    static CACHE: OnceLock<Mutex<HashMap<CapsuleKey, PathBuf>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The folder holding the extracted `murmur.yaml` of capsule artifact `name@version`, from the
+/// project store or the global store. Extracted once per content hash under
+/// `<project>/.murmur/capsules/<scope>/<name>/<version>-<sha>/` and remembered in-process, so
+/// thousands of delegations to one capsule extract (and hash) it once.
+pub fn find_capsule(
+    project_dir: &Path,
+    name: &ArtifactName,
+    version: &str,
+) -> Result<PathBuf, String> {
+    let key = (
+        project_dir.to_path_buf(),
+        name.to_string(),
+        version.to_string(),
+    );
+    if let Some(p) = capsule_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+    {
+        if p.join("murmur.yaml").is_file() {
+            return Ok(p.clone());
+        }
+    }
+    let home = murmur_home().map_err(|d| d.message)?;
+    let stores = [Store::project(project_dir), Store::global(&home)];
+    let mut found = None;
+    for s in &stores {
+        if let Some(hit) = s.get(name, version)? {
+            found = Some(hit);
+            break;
+        }
+    }
+    let stored = found.ok_or_else(|| {
+        format!("capsule {name}@{version} is in neither the project store nor the global store; install it with `mur install {name}@{version}`")
+    })?;
+    let dest = project_dir
+        .join(".murmur")
+        .join("capsules")
+        .join(name.scope())
+        .join(name.name())
+        .join(format!("{version}-{}", &stored.sha256[..16]));
+    if !dest.join("murmur.yaml").is_file() {
+        let payload = unpack(&stored.bytes, &stored.path.display().to_string())?;
+        if !matches!(payload.manifest, PackedManifest::Capsule(_)) {
+            return Err(format!(
+                "{name}@{version} is a {} artifact, not a capsule",
+                payload.manifest.role()
+            ));
+        }
+        let parent = dest.parent().unwrap_or(project_dir);
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        let tmp = parent.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
+        payload.extract_to(&tmp).map_err(|e| {
+            format!(
+                "cannot extract {name}@{version} into {}: {e}",
+                tmp.display()
+            )
+        })?;
+        if std::fs::rename(&tmp, &dest).is_err() {
+            // Another process extracted it first: keep theirs.
+            let _ = std::fs::remove_dir_all(&tmp);
+            if !dest.join("murmur.yaml").is_file() {
+                return Err(format!(
+                    "cannot extract {name}@{version} into {}",
+                    dest.display()
+                ));
+            }
+        }
+    }
+    capsule_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, dest.clone());
+    Ok(dest)
+}
