@@ -5,13 +5,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mur_actors::dispatcher::CallGate;
 use mur_actors::model::ModelDriver;
 use mur_actors::provided;
+use mur_actors::registry::ArtifactSource;
 use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec, SpawnedBy};
+use mur_actors::tool::{ToolDecl, ToolKind};
 
+use crate::artifact;
 use crate::diagnostic::Diagnostic;
 use crate::drivers::script::ScriptDriver;
 use crate::manifest::{self, BuiltinDriver, LoadedManifest, Manifest};
+use crate::tools::hooks::{HookGate, PolicyHook};
 
 /// Default output cap per model call when `inference.max_tokens` is absent.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -204,23 +209,12 @@ pub fn session_spec(
     session_spec_with(loaded, driver, task, place)
 }
 
-/// What stops a valid manifest from starting here: a transport or driver `mur` does not run, or
-/// declared artifacts that are not installed.
+/// What stops a valid manifest from starting here: a transport or driver `mur` does not run.
+/// (Declared artifacts that are not installed are found when they are staged: `E-RUN-008`.)
 pub fn check_launchable(loaded: &LoadedManifest) -> Result<(), Diagnostic> {
     let m = &loaded.manifest;
     if let Some(problem) = m.launch_problems().into_iter().next() {
         return Err(problem);
-    }
-    let missing: Vec<String> = m
-        .installable_artifacts()
-        .map(|a| format!("{}@{}", a.name, a.version))
-        .collect();
-    if !missing.is_empty() {
-        return Err(Diagnostic::error(
-            "E-RUN-008",
-            format!("missing artifacts: {}", missing.join(", ")),
-        )
-        .with_hint("run `mur install` to install all manifest dependencies"));
     }
     Ok(())
 }
@@ -244,7 +238,26 @@ pub fn session_spec_with(
     };
     let (operator_prompt, source) = system_prompt(loaded)?;
     let grants = grants(m);
-    let tools = provided::provided_tools(&grants, &IMPLEMENTED_RUNTIME_TOOLS);
+    // Declared artifacts, checked against their pins and extracted into the session's tools/.
+    let staged = artifact::stage_declared(loaded, &place.paths.records_dir)?;
+    let mut tools: Vec<ToolDecl> = provided::provided_tools(&grants, &IMPLEMENTED_RUNTIME_TOOLS)
+        .into_iter()
+        // An artifact named like a shell binary wins: the shell manifest yields.
+        .filter(|p| !staged.tools.iter().any(|t| t.name == p.name))
+        .collect();
+    tools.extend(staged.tools.iter().cloned());
+    let http = inference.transport == manifest::Transport::Http;
+    let artifacts: Option<Arc<dyn ArtifactSource>> = match &m.capabilities.install {
+        Some(install) if http => {
+            tools.push(artifact::pull_tool_decl(install));
+            tools.push(artifact::remove_tool_decl(install));
+            let service = artifact::PullService::for_manifest(loaded)?
+                .with_deadline(m.capabilities.limits.deadline());
+            Some(Arc::new(service))
+        }
+        _ => None,
+    };
+    let gate = policy_gate(&staged, &grants, &place.paths);
     Ok(SessionSpec {
         session_id: place.session_id,
         capsule_name: m.name.clone(),
@@ -272,9 +285,47 @@ pub fn session_spec_with(
         spawned_by: place.spawned_by,
         depth: place.depth,
         delegation_deadline: Duration::from_secs(m.lifecycle.delegation_deadline_secs),
-        gate: None,
-        artifacts: None,
+        gate,
+        artifacts,
     })
+}
+
+/// The gate of the capsule's policy hooks (`commit_policy: deny`), if it declares any.
+fn policy_gate(
+    staged: &artifact::StagedArtifacts,
+    grants: &Grants,
+    paths: &SessionPaths,
+) -> Option<Arc<dyn CallGate>> {
+    let hooks: Vec<PolicyHook> = staged
+        .hooks
+        .iter()
+        .filter(|h| h.commit_policy == "deny")
+        .map(|h| {
+            let all = h.bindings.is_empty();
+            PolicyHook {
+                name: h.name.clone(),
+                entrypoint: h.entrypoint.clone(),
+                on_tool_call: all || h.bindings.iter().any(|b| b == "on-tool-call"),
+                on_shell: all || h.bindings.iter().any(|b| b == "on-shell"),
+            }
+        })
+        .filter(|h| h.on_tool_call || h.on_shell)
+        .collect();
+    if hooks.is_empty() {
+        return None;
+    }
+    Some(Arc::new(HookGate {
+        hooks,
+        shell_allow: grants.shell_allow.clone(),
+        native_tools: staged
+            .tools
+            .iter()
+            .filter(|t| matches!(t.kind, ToolKind::Native { .. }))
+            .map(|t| t.name.clone())
+            .collect(),
+        workdir: paths.workdir.clone(),
+        records_dir: paths.records_dir.clone(),
+    }))
 }
 
 /// The operator's system prompt and where it came from (`manifest` or `none`).

@@ -6,6 +6,7 @@ use mur_actors::session::ExitStatus;
 use mur_actors::supervisor::{SupervisorArgs, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_DEPTH};
 
 use crate::capsule::{self, Placement};
+use crate::children::ManifestResolver;
 use crate::diagnostic::Diagnostic;
 use crate::launch::{self, Header};
 use crate::manifest::{self, MANIFEST_FILE};
@@ -135,8 +136,14 @@ pub async fn run(args: RunArgs) -> i32 {
         manifest: format!("{} v{}", m.name, m.version),
         driver: format!("{} ({})", spec.driver.name(), spec.model),
     };
+    // Sub-capsules come from this project's stores (and the global one), by name and version.
+    let project = dir.clone();
+    let resolver = ManifestResolver::new(Box::new(move |name: &str, version: &str| {
+        let name = crate::manifest::ArtifactName::parse(name).map_err(|e| e.to_string())?;
+        crate::artifact::find_capsule(&project, &name, version)
+    }));
     let sup = SupervisorArgs {
-        resolver: None,
+        resolver: Some(std::sync::Arc::new(resolver)),
         max_depth: args.max_depth,
         max_children: args.max_children,
     };

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Build the edit tool from source, pack it as a .mur.zip, and file it in this project's store
+# (as local/tool-edit), so the capsule can pull it offline. Run from this folder.
+set -euo pipefail
+cd "$(dirname "$0")"
+MUR=${MUR:-mur}
+cargo build --release --quiet --manifest-path tool-edit/Cargo.toml
+mkdir -p tool-edit/package/bin
+cp tool-edit/target/release/tool-edit tool-edit/package/bin/tool-edit
+"$MUR" build tool-edit/package -o tool-edit-0.2.0.mur.zip
+"$MUR" install ./tool-edit-0.2.0.mur.zip
+# The capsule does not declare the tool (it pulls it), so nothing pins it yet: drop the operator
+# pin `mur install` just wrote. The pull will pin it with origin: runtime.
+rm -f murmur.lock
