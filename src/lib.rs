@@ -10,6 +10,7 @@ pub mod door;
 pub mod drivers;
 pub mod launch;
 pub mod manifest;
+pub mod peer;
 pub mod run;
 pub mod tools;
 pub mod trace;

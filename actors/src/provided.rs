@@ -78,6 +78,44 @@ pub fn delegate_task(spawn_allow: &[String]) -> ToolDecl {
     )
 }
 
+/// `share-file`: mint a handle for one file under `exports.peer_files.root`, bound to one peer.
+pub fn share_file() -> ToolDecl {
+    provided(
+        "share-file",
+        "Share one file under this capsule's export root with one peer capsule. Give the file's path relative to the export root and the peer's address (localhost:<port>/<session id>); optionally a ttl such as 90s, 10m or 1h, which can only shorten the export's max_ttl. Returns a handle bound to that peer, its handle_id, expires_at_ms, the audience and from (this session's address, where the peer redeems it). Send the handle and from to the peer; only that peer can redeem it, until it expires or this session ends.".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file, relative to the export root."},
+                "peer": {"type": "string", "description": "The receiving peer's address: localhost:<port>/<session id>."},
+                "ttl": {"type": "string", "description": "Lifetime such as 90s, 10m or 1h; at most the export's max_ttl."}
+            },
+            "required": ["path", "peer"]
+        }),
+        ToolKind::Runtime,
+    )
+}
+
+/// `fetch-peer-file`: redeem a handle from an allowed peer into `peer-in/`.
+pub fn fetch_peer_file(peer_fetch_allow: &[String]) -> ToolDecl {
+    provided(
+        "fetch-peer-file",
+        format!(
+            "Redeem a file handle a peer capsule sent you. Give the peer's address (localhost:<port>/<session id>, the handle's from) and the handle. Allowed peers: {}. The file is stored under peer-in/ in your work folder; the result gives its path, bytes and sha256, not its contents: read the file to see them.",
+            peer_fetch_allow.join(", ")
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "peer": {"type": "string", "description": "The minting peer's address: localhost:<port>/<session id>."},
+                "handle": {"type": "string", "description": "The handle, exactly as received (mh1.…)."}
+            },
+            "required": ["peer", "handle"]
+        }),
+        ToolKind::Runtime,
+    )
+}
+
 /// `submit-plan`.
 pub fn submit_plan() -> ToolDecl {
     provided(
@@ -96,6 +134,12 @@ pub fn provided_tools(grants: &Grants, implemented: &[&str]) -> Vec<ToolDecl> {
     let mut out: Vec<ToolDecl> = grants.shell_allow.iter().map(|b| shell_tool(b)).collect();
     if !grants.spawn_allow.is_empty() && implemented.contains(&"delegate-task") {
         out.push(delegate_task(&grants.spawn_allow));
+    }
+    if grants.peer_files_export && implemented.contains(&"share-file") {
+        out.push(share_file());
+    }
+    if !grants.peer_fetch_allow.is_empty() && implemented.contains(&"fetch-peer-file") {
+        out.push(fetch_peer_file(&grants.peer_fetch_allow));
     }
     if grants.plan_submit && implemented.contains(&"submit-plan") {
         out.push(submit_plan());
