@@ -116,6 +116,59 @@ pub fn fetch_peer_file(peer_fetch_allow: &[String]) -> ToolDecl {
     )
 }
 
+/// Replace every peer-file handle (`mh1.<b64url>.<b64url>`) in `text` by `[handle:<handle_id>]`,
+/// where the id is the first 16 hex digits of the token's sha256: traces name handles by id only.
+pub fn redact_handles_text(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(found) = text[i..].find("mh1.") {
+        let start = i + found;
+        let boundary = start == 0 || !b64(bytes[start - 1]);
+        let mut end = start + 4;
+        let first = end;
+        while end < bytes.len() && b64(bytes[end]) {
+            end += 1;
+        }
+        let dot = end;
+        if boundary && dot > first && dot < bytes.len() && bytes[dot] == b'.' {
+            end = dot + 1;
+            while end < bytes.len() && b64(bytes[end]) {
+                end += 1;
+            }
+            if end > dot + 1 {
+                let token = &text[start..end];
+                let id = hex::encode(Sha256::digest(token.as_bytes()));
+                out.push_str(&text[copied..start]);
+                out.push_str(&format!("[handle:{}]", &id[..16]));
+                copied = end;
+                i = end;
+                continue;
+            }
+        }
+        i = start + 4;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// [`redact_handles_text`] applied to every string in a JSON value (a call's input or output).
+pub fn redact_handles(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(redact_handles_text(s)),
+        Value::Array(a) => Value::Array(a.iter().map(redact_handles).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), redact_handles(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// `submit-plan`.
 pub fn submit_plan() -> ToolDecl {
     provided(
@@ -145,4 +198,23 @@ pub fn provided_tools(grants: &Grants, implemented: &[&str]) -> Vec<ToolDecl> {
         out.push(submit_plan());
     }
     out
+}
+
+#[cfg(test)]
+mod peer_tests {
+    use super::*;
+    use sha2::Digest;
+
+    #[test]
+    fn handles_are_redacted_to_their_id_and_other_text_is_kept() {
+        let token = "mh1.eyJ2IjoxfQ.AbC-_9";
+        let id = &hex::encode(sha2::Sha256::digest(token.as_bytes()))[..16];
+        let input = json!({"peer": "localhost:1/ses_x", "handle": token, "n": 1,
+            "cmd": format!("echo '{token}' mh1. xmh1.a.b")});
+        let out = redact_handles(&input);
+        assert_eq!(out["handle"], format!("[handle:{id}]"));
+        assert_eq!(out["cmd"], format!("echo '[handle:{id}]' mh1. xmh1.a.b"));
+        assert_eq!(out["peer"], "localhost:1/ses_x");
+        assert_eq!(out["n"], 1);
+    }
 }
