@@ -251,14 +251,13 @@ pub fn session_spec_with(
     let grants = grants(m);
     let tools = provided::provided_tools(&grants, &IMPLEMENTED_RUNTIME_TOOLS);
     let mut executors = crate::tools::executors(m.capabilities.limits.deadline());
-    let peer = crate::peer::peer_executors(m, &place.session_id, &place.paths.workdir).map_err(
-        |e| {
+    let peer =
+        crate::peer::peer_executors(m, &place.session_id, &place.paths.workdir).map_err(|e| {
             Diagnostic::error(
                 "E-RUN-001",
                 format!("cannot draw the key that signs peer-file handles: {e}"),
             )
-        },
-    )?;
+        })?;
     executors.runtime.extend(peer);
     Ok(SessionSpec {
         session_id: place.session_id,

@@ -87,7 +87,10 @@ async fn describe(sup: ActorRef<SupervisorMsg>, id: Option<String>) -> Response 
 
 /// `GET /<ses_id>/resources/peer/<handle>`: serve the file a handle names to the audience it was
 /// minted for, or the JSON error of reference §6.3.
-async fn redeem(Path((session_id, handle)): Path<(String, String)>, headers: HeaderMap) -> Response {
+async fn redeem(
+    Path((session_id, handle)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let audience = headers
         .get("x-murmur-audience")
         .and_then(|v| v.to_str().ok())

@@ -39,8 +39,9 @@ impl PeerAddr {
                 "'{t}' is not a peer address: it needs the session id after the port (localhost:<port>/<session id>)"
             ));
         };
-        let (host, port) = split_host_port(hostport)
-            .ok_or_else(|| format!("'{t}' is not a peer address: it needs host:port before the session id"))?;
+        let (host, port) = split_host_port(hostport).ok_or_else(|| {
+            format!("'{t}' is not a peer address: it needs host:port before the session id")
+        })?;
         let port = port.ok_or_else(|| {
             format!("'{t}' is not a peer address: it needs the door's port (localhost:<port>/<session id>)")
         })?;

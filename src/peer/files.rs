@@ -231,16 +231,30 @@ mod tests {
         std::os::unix::fs::symlink(dir.path(), root.join("up")).unwrap();
 
         assert_eq!(read(&root, "sub/ok.txt", 5).unwrap(), b"hello");
-        assert_eq!(check(&root, "sub/ok.txt", 4).unwrap_err().code(), "too_large");
-        assert_eq!(check(&root, "link.txt", 99).unwrap_err().code(), "symlink_refused");
+        assert_eq!(
+            check(&root, "sub/ok.txt", 4).unwrap_err().code(),
+            "too_large"
+        );
+        assert_eq!(
+            check(&root, "link.txt", 99).unwrap_err().code(),
+            "symlink_refused"
+        );
         assert_eq!(
             check(&root, "up/secret.txt", 99).unwrap_err().code(),
             "symlink_refused"
         );
-        assert_eq!(check(&root, "sub", 99).unwrap_err().code(), "not_a_regular_file");
-        assert_eq!(check(&root, "nope.txt", 99).unwrap_err().code(), "not_found");
         assert_eq!(
-            check(&dir.path().join("missing"), "a", 9).unwrap_err().reason(),
+            check(&root, "sub", 99).unwrap_err().code(),
+            "not_a_regular_file"
+        );
+        assert_eq!(
+            check(&root, "nope.txt", 99).unwrap_err().code(),
+            "not_found"
+        );
+        assert_eq!(
+            check(&dir.path().join("missing"), "a", 9)
+                .unwrap_err()
+                .reason(),
             "the export root does not exist yet"
         );
     }

@@ -186,7 +186,12 @@ mod tests {
             Err(Rejection::NotValid)
         );
         assert_eq!(
-            parsed.verify(&Key::random().unwrap(), "b@localhost:1/ses_b", "ses_a", 1_000),
+            parsed.verify(
+                &Key::random().unwrap(),
+                "b@localhost:1/ses_b",
+                "ses_a",
+                1_000
+            ),
             Err(Rejection::NotValid)
         );
         assert_eq!(
@@ -213,7 +218,14 @@ mod tests {
             parsed.verify(&key, "aud", "ses_a", 1_000),
             Err(Rejection::NotValid)
         );
-        for bad in ["", "mh1", "mh2.a.b", "mh1.!!.AAAA", "mh1.e30.AAAA", "mh1.a.b.c"] {
+        for bad in [
+            "",
+            "mh1",
+            "mh2.a.b",
+            "mh1.!!.AAAA",
+            "mh1.e30.AAAA",
+            "mh1.a.b.c",
+        ] {
             assert!(matches!(parse(bad), Err(Rejection::Malformed)), "{bad}");
         }
     }

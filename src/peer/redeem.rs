@@ -84,9 +84,8 @@ fn check(
     token: &str,
     audience: Option<&str>,
 ) -> Result<(String, Vec<u8>), Refused> {
-    let parsed = handle::parse(token).map_err(|_| {
-        Refused::new(400, "malformed_handle", "that is not a peer-file handle")
-    })?;
+    let parsed = handle::parse(token)
+        .map_err(|_| Refused::new(400, "malformed_handle", "that is not a peer-file handle"))?;
     let Some(audience) = audience.map(str::trim).filter(|a| !a.is_empty()) else {
         return Err(Refused::new(
             400,
@@ -109,8 +108,8 @@ fn check(
                 "the handle is not valid for this audience",
             ),
         })?;
-    let rel = files::canonical(&payload.p)
-        .map_err(|r| Refused::new(r.status(), r.code(), r.reason()))?;
+    let rel =
+        files::canonical(&payload.p).map_err(|r| Refused::new(r.status(), r.code(), r.reason()))?;
     let bytes = files::read(&export.root, &rel, export.max_bytes)
         .map_err(|r| Refused::new(r.status(), r.code(), r.reason()))?;
     Ok((rel, bytes))
