@@ -461,3 +461,43 @@ fn fetch_clone(f: &FetchPeerFile) -> FetchPeerFile {
         allow: f.allow.clone(),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_registers_its_export_while_it_runs_and_leaves_nothing_when_it_ends() {
+    let _turn = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("murmur.yaml"),
+        "name: lifecycle\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: script.yaml\nexports:\n  peer_files:\n    root: shared\ncapabilities:\n  shell:\n    allow: [bash]\ninference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "turns:\n  - call: [{tool: bash, input: {command: 'sleep 0.5'}}]\n  - say: done\n",
+    )
+    .unwrap();
+    let loaded = mur::manifest::load(&dir.path().join("murmur.yaml")).unwrap();
+    let place = mur::capsule::Placement::root(dir.path(), None);
+    let id = place.session_id.clone();
+    let spec = mur::capsule::session_spec(&loaded, "go".into(), place).unwrap();
+    assert!(
+        registry::global().lookup(&id).is_some(),
+        "registered when built"
+    );
+    let header = mur::launch::Header::default();
+    let watch = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        registry::global().lookup(&id).is_some()
+    };
+    let (report, live_while_running) = tokio::join!(
+        mur::launch::launch(spec, &header, SupervisorArgs::default()),
+        watch
+    );
+    assert!(live_while_running, "live while running");
+    let report = report.unwrap();
+    assert_eq!(report.exit_status.as_str(), "ok");
+    assert!(
+        registry::global().lookup(&id).is_none(),
+        "the export is gone once the session ended"
+    );
+}
