@@ -501,3 +501,40 @@ async fn a_session_registers_its_export_while_it_runs_and_leaves_nothing_when_it
         "the export is gone once the session ended"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_does_not_match_its_etag_is_not_stored() {
+    let _turn = SERIAL.lock().await;
+    let w = world().await;
+    // A misbehaving peer: its own listener, answering every redeem with a lying etag.
+    let liar = axum::Router::new().route(
+        "/{sid}/resources/peer/{handle}",
+        axum::routing::get(|| async { ([("etag", "\"sha256:00\"")], "tampered") }),
+    );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let liar_port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, liar).await });
+    let fetch = FetchPeerFile {
+        session_id: RECEIVER.into(),
+        name: "inbox".into(),
+        allow: vec!["localhost".into()],
+    };
+    let inbox = w.work.parent().unwrap().join("inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let peer = format!("localhost:{liar_port}/{MINTER}");
+    let rq = w.request(
+        provided::fetch_peer_file(&fetch.allow),
+        json!({"peer": peer, "handle": w.mint("notes/report.md", later(), "x")}),
+        &inbox,
+    );
+    assert_eq!(
+        fetch.execute(rq).await.unwrap_err(),
+        format!(
+            "'fetch-peer-file' failed: {peer} served an etag that does not describe its own body"
+        )
+    );
+    assert!(!inbox.join("peer-in").exists());
+    assert_eq!(w.lines_of("peer_file_fetch")[0]["outcome"], "etag_mismatch");
+}

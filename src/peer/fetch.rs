@@ -24,6 +24,10 @@ use super::registry;
 /// The folder, inside the work folder, where fetched files land.
 pub const PEER_IN: &str = "peer-in";
 
+/// The most one fetch takes in, whatever the peer sends (a minter's own `max_bytes` is usually
+/// far smaller): a misbehaving peer cannot fill this process's memory.
+pub const MAX_FETCH_BYTES: u64 = 1 << 30;
+
 /// The `fetch-peer-file` executor of one session.
 pub struct FetchPeerFile {
     /// This session's id (its own audience).
@@ -147,10 +151,21 @@ impl ToolExecutor for FetchPeerFile {
             .get("etag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = response
-            .bytes()
+        let mut response = response;
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|e| unreachable(root_cause(&e)))?;
+            .map_err(|e| unreachable(root_cause(&e)))?
+        {
+            if (body.len() + chunk.len()) as u64 > MAX_FETCH_BYTES {
+                trace("too_large", None);
+                return Err(format!(
+                    "'fetch-peer-file' failed: {peer} sent more than {MAX_FETCH_BYTES} bytes; nothing was stored"
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
         if !status.is_success() {
             let code = serde_json::from_slice::<Value>(&body)
                 .ok()
