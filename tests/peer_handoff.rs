@@ -127,6 +127,10 @@ fn two_processes_hand_a_file_over_by_handle() {
     assert_eq!(mint[0]["audience"], audience.as_str());
     assert_eq!(mint[0]["path"], "report.md");
     assert_eq!(mint[0]["outcome"], "ok");
+    // ttl 5m narrows the export's max_ttl of 10m.
+    let lifetime =
+        mint[0]["expires_at_ms"].as_u64().unwrap() - mint[0]["timestamp"].as_u64().unwrap();
+    assert!((299_000..=300_000).contains(&lifetime), "{lifetime}");
     assert_eq!(redeem[0]["handle_id"], id);
     assert_eq!(redeem[0]["audience"], audience.as_str());
     assert_eq!(redeem[0]["outcome"], "ok");
