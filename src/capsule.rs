@@ -22,7 +22,12 @@ use crate::tools::hooks::{HookGate, PolicyHook};
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// Runtime-provided tools this build runs (the rest of seed 000 are refused, not offered).
-pub const IMPLEMENTED_RUNTIME_TOOLS: [&str; 2] = ["delegate-task", "submit-plan"];
+pub const IMPLEMENTED_RUNTIME_TOOLS: [&str; 4] = [
+    "delegate-task",
+    "submit-plan",
+    "share-file",
+    "fetch-peer-file",
+];
 
 /// Where a session's files go, and who started it.
 #[derive(Clone, Debug)]
@@ -258,6 +263,15 @@ pub fn session_spec_with(
         _ => None,
     };
     let gate = policy_gate(&staged, &grants, &place.paths);
+    let mut executors = crate::tools::executors(m.capabilities.limits.deadline());
+    let peer =
+        crate::peer::peer_executors(m, &place.session_id, &place.paths.workdir).map_err(|e| {
+            Diagnostic::error(
+                "E-RUN-001",
+                format!("cannot draw the key that signs peer-file handles: {e}"),
+            )
+        })?;
+    executors.runtime.extend(peer);
     Ok(SessionSpec {
         session_id: place.session_id,
         capsule_name: m.name.clone(),
@@ -272,7 +286,7 @@ pub fn session_spec_with(
         grants,
         task,
         paths: place.paths,
-        executors: crate::tools::executors(m.capabilities.limits.deadline()),
+        executors,
         capture: match m.trace.capture {
             manifest::Capture::None => Capture::None,
             manifest::Capture::Meta => Capture::Meta,

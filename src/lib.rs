@@ -11,6 +11,7 @@ pub mod door;
 pub mod drivers;
 pub mod launch;
 pub mod manifest;
+pub mod peer;
 pub mod run;
 pub mod tools;
 pub mod trace;

@@ -78,6 +78,97 @@ pub fn delegate_task(spawn_allow: &[String]) -> ToolDecl {
     )
 }
 
+/// `share-file`: mint a handle for one file under `exports.peer_files.root`, bound to one peer.
+pub fn share_file() -> ToolDecl {
+    provided(
+        "share-file",
+        "Share one file under this capsule's export root with one peer capsule. Give the file's path relative to the export root and the peer's address (localhost:<port>/<session id>); optionally a ttl such as 90s, 10m or 1h, which can only shorten the export's max_ttl. Returns a handle bound to that peer, its handle_id, expires_at_ms, the audience and from (this session's address, where the peer redeems it). Send the handle and from to the peer; only that peer can redeem it, until it expires or this session ends.".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file, relative to the export root."},
+                "peer": {"type": "string", "description": "The receiving peer's address: localhost:<port>/<session id>."},
+                "ttl": {"type": "string", "description": "Lifetime such as 90s, 10m or 1h; at most the export's max_ttl."}
+            },
+            "required": ["path", "peer"]
+        }),
+        ToolKind::Runtime,
+    )
+}
+
+/// `fetch-peer-file`: redeem a handle from an allowed peer into `peer-in/`.
+pub fn fetch_peer_file(peer_fetch_allow: &[String]) -> ToolDecl {
+    provided(
+        "fetch-peer-file",
+        format!(
+            "Redeem a file handle a peer capsule sent you. Give the peer's address (localhost:<port>/<session id>, the handle's from) and the handle. Allowed peers: {}. The file is stored under peer-in/ in your work folder; the result gives its path, bytes and sha256, not its contents: read the file to see them.",
+            peer_fetch_allow.join(", ")
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "peer": {"type": "string", "description": "The minting peer's address: localhost:<port>/<session id>."},
+                "handle": {"type": "string", "description": "The handle, exactly as received (mh1.…)."}
+            },
+            "required": ["peer", "handle"]
+        }),
+        ToolKind::Runtime,
+    )
+}
+
+/// Replace every peer-file handle (`mh1.<b64url>.<b64url>`) in `text` by `[handle:<handle_id>]`,
+/// where the id is the first 16 hex digits of the token's sha256: traces name handles by id only.
+pub fn redact_handles_text(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(found) = text[i..].find("mh1.") {
+        let start = i + found;
+        let boundary = start == 0 || !b64(bytes[start - 1]);
+        let mut end = start + 4;
+        let first = end;
+        while end < bytes.len() && b64(bytes[end]) {
+            end += 1;
+        }
+        let dot = end;
+        if boundary && dot > first && dot < bytes.len() && bytes[dot] == b'.' {
+            end = dot + 1;
+            while end < bytes.len() && b64(bytes[end]) {
+                end += 1;
+            }
+            if end > dot + 1 {
+                let token = &text[start..end];
+                let id = hex::encode(Sha256::digest(token.as_bytes()));
+                out.push_str(&text[copied..start]);
+                out.push_str(&format!("[handle:{}]", &id[..16]));
+                copied = end;
+                i = end;
+                continue;
+            }
+        }
+        i = start + 4;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// [`redact_handles_text`] applied to every string in a JSON value (a call's input or output).
+pub fn redact_handles(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(redact_handles_text(s)),
+        Value::Array(a) => Value::Array(a.iter().map(redact_handles).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), redact_handles(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// `submit-plan`.
 pub fn submit_plan() -> ToolDecl {
     provided(
@@ -97,8 +188,33 @@ pub fn provided_tools(grants: &Grants, implemented: &[&str]) -> Vec<ToolDecl> {
     if !grants.spawn_allow.is_empty() && implemented.contains(&"delegate-task") {
         out.push(delegate_task(&grants.spawn_allow));
     }
+    if grants.peer_files_export && implemented.contains(&"share-file") {
+        out.push(share_file());
+    }
+    if !grants.peer_fetch_allow.is_empty() && implemented.contains(&"fetch-peer-file") {
+        out.push(fetch_peer_file(&grants.peer_fetch_allow));
+    }
     if grants.plan_submit && implemented.contains(&"submit-plan") {
         out.push(submit_plan());
     }
     out
+}
+
+#[cfg(test)]
+mod peer_tests {
+    use super::*;
+    use sha2::Digest;
+
+    #[test]
+    fn handles_are_redacted_to_their_id_and_other_text_is_kept() {
+        let token = "mh1.eyJ2IjoxfQ.AbC-_9";
+        let id = &hex::encode(sha2::Sha256::digest(token.as_bytes()))[..16];
+        let input = json!({"peer": "localhost:1/ses_x", "handle": token, "n": 1,
+            "cmd": format!("echo '{token}' mh1. xmh1.a.b")});
+        let out = redact_handles(&input);
+        assert_eq!(out["handle"], format!("[handle:{id}]"));
+        assert_eq!(out["cmd"], format!("echo '[handle:{id}]' mh1. xmh1.a.b"));
+        assert_eq!(out["peer"], "localhost:1/ses_x");
+        assert_eq!(out["n"], 1);
+    }
 }

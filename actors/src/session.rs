@@ -705,9 +705,12 @@ impl SessionState {
                 .with("task_id", &self.task_id)
                 .with("tool_name", &d.request.name)
                 .with("tool_call_id", &d.request.id)
-                .with("input", &d.request.input)
+                .with("input", crate::provided::redact_handles(&d.request.input))
                 .with("input_bytes", input_bytes)
-                .with_opt("output", content.then(|| d.text().to_string()))
+                .with_opt(
+                    "output",
+                    content.then(|| crate::provided::redact_handles_text(d.text())),
+                )
                 .with("output_bytes", output_bytes)
                 .with("duration_ms", d.duration_ms)
                 .with("status", status)
@@ -721,7 +724,7 @@ impl SessionState {
                     .with("turn", d.request.turn)
                     .with("task_id", &self.task_id)
                     .with("binary", &sh.binary)
-                    .with("command", &sh.command)
+                    .with("command", crate::provided::redact_handles_text(&sh.command))
                     .with("exit_code", sh.exit_code)
                     .with("stdout_bytes", sh.stdout_bytes)
                     .with("stderr_bytes", sh.stderr_bytes)

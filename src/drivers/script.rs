@@ -130,6 +130,71 @@ fn message_text(m: &Message) -> String {
         .join("\n")
 }
 
+/// Fill the placeholders in every string of a call's input: `{{task}}` and `{{last}}` as in
+/// `say`, and `{{task.KEY}}` / `{{last.KEY}}`, the field KEY of the first JSON object in that text
+/// which has one (so a script can pass on a value a tool really returned, such as a handle).
+fn fill(v: &Value, task: &str, last: &str) -> Result<Value, String> {
+    Ok(match v {
+        Value::String(s) => Value::String(fill_str(s, task, last)?),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .map(|x| fill(x, task, last))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| Ok((k.clone(), fill(x, task, last)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+fn fill_str(s: &str, task: &str, last: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        let name = &rest[start + 2..start + len];
+        let (source, key) = match name.split_once('.') {
+            Some((src, key)) => (src, Some(key)),
+            None => (name, None),
+        };
+        let text = match source {
+            "task" => task,
+            "last" => last,
+            _ => {
+                out.push_str(&rest[..start + 2]);
+                rest = &rest[start + 2..];
+                continue;
+            }
+        };
+        out.push_str(&rest[..start]);
+        match key {
+            None => out.push_str(text),
+            Some(key) => out.push_str(&json_field(text, key).ok_or_else(|| {
+                format!("{{{{{name}}}}} needs a JSON object with '{key}' in the {source} message, and it has none")
+            })?),
+        }
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The field `key` of the first JSON object in `text` that has it (strings unquoted).
+fn json_field(text: &str, key: &str) -> Option<String> {
+    text.match_indices('{').find_map(|(i, _)| {
+        let mut objects = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
+        match objects.next()?.ok()?.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        }
+    })
+}
+
 #[async_trait]
 impl ModelDriver for ScriptDriver {
     fn name(&self) -> &str {
@@ -195,14 +260,29 @@ impl ModelDriver for ScriptDriver {
             let text = say.replace("{{task}}", &task).replace("{{last}}", &last);
             content.push(ContentBlock::Text { text });
         }
+        let task = request
+            .messages
+            .first()
+            .map(message_text)
+            .unwrap_or_default();
         for (n, call) in turn.call.iter().enumerate() {
+            let input = match &call.input {
+                Some(v) => fill(v, &task, &last).map_err(|why| {
+                    InferError::new(
+                        InferErrorKind::Driver,
+                        format!(
+                            "the model script {} turn {}: {why}",
+                            self.path.display(),
+                            index + 1
+                        ),
+                    )
+                })?,
+                None => Value::Object(Default::default()),
+            };
             content.push(ContentBlock::ToolCall {
                 id: format!("call_{index}_{n}"),
                 name: call.tool.clone(),
-                input: call
-                    .input
-                    .clone()
-                    .unwrap_or_else(|| Value::Object(Default::default())),
+                input,
             });
         }
         let stop_reason = match turn.stop.as_deref() {
@@ -303,6 +383,19 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.message.contains("has 1 turn(s)"), "{}", e.message);
+    }
+
+    #[test]
+    fn call_inputs_take_values_from_the_task_and_the_last_message() {
+        let task = r#"{"peer": "localhost:1/ses_x", "n": 3}"#;
+        let last = "<untrusted-content source=tool:share-file>\nMinted\n{\"handle\":\"mh1.a.b\"}\n</untrusted-content>";
+        let input = serde_json::json!({"peer": "{{task.peer}}", "h": ["{{last.handle}}", "n={{task.n}} {{x}}"]});
+        assert_eq!(
+            fill(&input, task, last).unwrap(),
+            serde_json::json!({"peer": "localhost:1/ses_x", "h": ["mh1.a.b", "n=3 {{x}}"]})
+        );
+        let err = fill(&serde_json::json!("{{last.nope}}"), task, last).unwrap_err();
+        assert!(err.contains("'nope'"), "{err}");
     }
 
     #[test]
