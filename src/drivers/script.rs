@@ -50,6 +50,13 @@ pub struct ScriptTurn {
     /// can check that it is reacting to what the tools really returned.
     #[serde(default)]
     pub expect: Option<String>,
+    /// The call fails unless the tool array the model is offered on this turn contains each of
+    /// these texts (a tool name, a description marker): checks what the model is shown.
+    #[serde(default)]
+    pub expect_tools: Vec<String>,
+    /// The call fails if the tool array contains any of these texts.
+    #[serde(default)]
+    pub expect_no_tools: Vec<String>,
     /// Make the driver panic with this message: the session crashes (its parent sees
     /// `crashed`). For supervision demos and tests.
     #[serde(default)]
@@ -230,6 +237,31 @@ impl ModelDriver for ScriptDriver {
             .last()
             .map(message_text)
             .unwrap_or_default();
+        if !turn.expect_tools.is_empty() || !turn.expect_no_tools.is_empty() {
+            let offered = serde_json::to_string(&*request.tools).unwrap_or_default();
+            let missing = turn
+                .expect_tools
+                .iter()
+                .find(|t| !offered.contains(t.as_str()));
+            let present = turn
+                .expect_no_tools
+                .iter()
+                .find(|t| offered.contains(t.as_str()));
+            if let Some(t) = missing.or(present) {
+                let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+                return Err(InferError::new(
+                    InferErrorKind::Driver,
+                    format!(
+                        "the model script {} expected turn {} {} a tool array with {:?}; it was offered: {}",
+                        self.path.display(),
+                        index + 1,
+                        if missing.is_some() { "to be offered" } else { "not to be offered" },
+                        t,
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
         if let Some(expect) = &turn.expect {
             if !last.contains(expect.as_str()) {
                 return Err(InferError::new(

@@ -1,0 +1,130 @@
+//! Seed 001 end to end, as a user runs it: build and file the edit tool, run the coding capsule
+//! on the buggy crate, and check the fix, the lock, the trace and `mur trace show`.
+//! (Builds `examples/coding-agent/tool-edit` with cargo: the slowest test of the suite.)
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+fn setup() -> Project {
+    let p = Project::example("coding-agent");
+    let out = Command::new("bash")
+        .arg("setup.sh")
+        .current_dir(p.path())
+        .env("MUR", env!("CARGO_BIN_EXE_mur"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("Installed local/tool-edit@0.2.0"),
+        "{}",
+        stdout(&out)
+    );
+    p
+}
+
+fn run(p: &Project) -> std::process::Output {
+    Command::new("bash")
+        .arg("run.sh")
+        .current_dir(p.path())
+        .env("MUR", env!("CARGO_BIN_EXE_mur"))
+        .output()
+        .unwrap()
+}
+
+fn session(p: &Project) -> std::path::PathBuf {
+    let dir = p.path().join("work/.murmur");
+    let mut all: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    all.sort();
+    all.pop().unwrap()
+}
+
+#[test]
+fn the_capsule_lists_pulls_uses_and_removes_the_edit_tool() {
+    let p = setup();
+    let out = run(&p);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).ends_with("status:  ok\n"));
+    let fixed = std::fs::read_to_string(p.path().join("work/src/lib.rs")).unwrap();
+    assert!(fixed.contains("input.as_bytes().first() else"), "{fixed}");
+    // The removal deleted the pin.
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("murmur.lock")).unwrap(),
+        "lock_version: 3\nartifacts: []\n"
+    );
+    let s = session(&p);
+    let t = trace(&s.join("trace.jsonl"));
+    let pulled: Vec<_> = t
+        .iter()
+        .filter(|l| l["event_type"] == "artifact_pulled")
+        .collect();
+    assert_eq!(pulled.len(), 1);
+    assert_eq!(pulled[0]["name"], "local/tool-edit");
+    assert_eq!(pulled[0]["version"], "0.2.0");
+    assert_eq!(pulled[0]["origin"], "runtime");
+    assert_eq!(pulled[0]["trust"], "untrusted");
+    assert_eq!(pulled[0]["fetched_from"], "project store");
+    assert_eq!(pulled[0]["session"], t[0]["session_id"]);
+    let refreshed: Vec<_> = t
+        .iter()
+        .filter(|l| l["event_type"] == "tools_refreshed")
+        .collect();
+    assert_eq!(refreshed.len(), 2);
+    assert_eq!(refreshed[0]["trigger"], "agent");
+    assert_eq!(refreshed[0]["added"], serde_json::json!(["tool-edit"]));
+    assert_eq!(refreshed[1]["removed"], serde_json::json!(["tool-edit"]));
+    // Each tools_refreshed line comes right before the inference call whose tool list changed.
+    for r in &refreshed {
+        let at = t
+            .iter()
+            .position(|l| l["event_id"] == r["event_id"])
+            .unwrap();
+        assert_eq!(t[at + 1]["event_type"], "inference");
+        assert_eq!(t[at + 1]["turn"], r["turn"]);
+    }
+    let show = p.mur(&["trace", "show", "--workdir", "work"]);
+    assert!(show.status.success(), "{}", stderr(&show));
+    assert!(
+        stdout(&show).contains(
+            "── Pulled at runtime ────────────────────────────\n  local/tool-edit@0.2.0  tool  runtime/untrusted  from project store\n"
+        ),
+        "{}",
+        stdout(&show)
+    );
+}
+
+#[test]
+fn a_pull_the_capsule_keeps_is_pinned_as_runtime_and_not_staged_next_time() {
+    let p = setup();
+    // Stop before the removal: the pin stays.
+    let script = std::fs::read_to_string(p.path().join("script.yaml")).unwrap();
+    let cut = script.find("  - expect: \"Applied 1 edit\"").unwrap();
+    p.write("script.yaml", &format!("{}  - say: kept\n", &script[..cut]));
+    let out = run(&p);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let s = session(&p);
+    let id = s.file_name().unwrap().to_str().unwrap().to_string();
+    let lock = std::fs::read_to_string(p.path().join("murmur.lock")).unwrap();
+    let sha = std::fs::read_to_string(
+        p.path()
+            .join(".murmur/artifacts/local/tool-edit/0.2.0/tool-edit-0.2.0.sha256"),
+    )
+    .unwrap();
+    let sha = sha.split_whitespace().next().unwrap();
+    assert_eq!(
+        lock,
+        format!("lock_version: 3\nartifacts:\n  - name: local/tool-edit\n    resolved_version: \"0.2.0\"\n    sha256:\n      any: \"{sha}\"\n    origin: runtime\n    session: {id}\n")
+    );
+    // The next launch does not stage a runtime pin the manifest does not declare.
+    p.write(
+        "script.yaml",
+        "turns:\n  - expect_no_tools: ['\"name\":\"tool-edit\"']\n    say: clean\n",
+    );
+    let out = run(&p);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
