@@ -66,6 +66,15 @@ fn init_logs(verbose: u8) {
 }
 
 fn main() -> ExitCode {
+    // A panic inside a session (say, a driver bug) is a crash of that session, reported as an
+    // outcome; one log line says where, instead of a backtrace on the user's terminal.
+    std::panic::set_hook(Box::new(|info| {
+        if tracing::dispatcher::has_been_set() {
+            tracing::error!("a session crashed: {info}");
+        } else {
+            eprintln!("mur: internal error: {info}");
+        }
+    }));
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run(args) => {

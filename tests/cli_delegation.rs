@@ -1,0 +1,144 @@
+//! Delegation through `mur run`: sub-capsules packed with `mur build`, filed with `mur install`,
+//! resolved from the store by name and exact version, run as child actors.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+fn setup(example: &str) -> Project {
+    let p = Project::example(example);
+    let out = Command::new("bash")
+        .arg("setup.sh")
+        .current_dir(p.path())
+        .env("MUR", env!("CARGO_BIN_EXE_mur"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    p
+}
+
+fn delegation_lines(t: &[serde_json::Value]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = t
+        .iter()
+        .filter(|l| l["event_type"] == "delegation")
+        .map(|l| {
+            (
+                l["capsule"].as_str().unwrap().to_string(),
+                l["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_delegation_tree_runs_three_children_and_a_grandchild() {
+    let p = setup("delegation-tree");
+    let out = p.mur(&["run", "--task", "Report on actor runtimes"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let s = &p.sessions()[0];
+    let t = trace(&s.join("trace.jsonl"));
+    assert_eq!(
+        delegation_lines(&t),
+        [
+            ("local/critic".to_string(), "ok".to_string()),
+            ("local/researcher".to_string(), "ok".to_string()),
+            ("local/writer".to_string(), "ok".to_string()),
+        ]
+    );
+    let result = std::fs::read_to_string(s.join("out/result.txt")).unwrap();
+    assert!(
+        result.starts_with("Combined report from my sub-capsules:"),
+        "{result}"
+    );
+    // The writer's own trace shows its delegation to the proofreader, one level down.
+    let writer = t
+        .iter()
+        .find(|l| l["event_type"] == "delegation_start" && l["capsule"] == "local/writer")
+        .unwrap();
+    let wdir = std::path::PathBuf::from(writer["child_records_dir"].as_str().unwrap());
+    let wt = trace(&wdir.join("trace.jsonl"));
+    assert_eq!(wt[0]["spawned_by"], t[0]["session_id"]);
+    assert_eq!(
+        delegation_lines(&wt),
+        [("local/proofreader".to_string(), "ok".to_string())]
+    );
+    // Children's tokens roll up into the parent's totals.
+    let end = t.last().unwrap();
+    assert!(end["delegated_input_tokens"].as_u64().unwrap() > 0);
+    let show = p.mur(&["trace", "show"]);
+    let text = stdout(&show);
+    assert!(text.contains("└─ local/proofreader@0.1.0"), "{text}");
+}
+
+#[test]
+fn supervision_reports_ok_crashed_and_terminated() {
+    let p = setup("supervision");
+    let started = std::time::Instant::now();
+    let out = p.mur(&["run", "--task", "Run the three"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    let s = &p.sessions()[0];
+    let t = trace(&s.join("trace.jsonl"));
+    assert_eq!(
+        delegation_lines(&t),
+        [
+            ("local/answerer".to_string(), "ok".to_string()),
+            ("local/crasher".to_string(), "crashed".to_string()),
+            ("local/hanger".to_string(), "terminated".to_string()),
+        ]
+    );
+    let result = std::fs::read_to_string(s.join("out/result.txt")).unwrap();
+    assert!(result.contains("ended crashed:"), "{result}");
+    assert!(
+        result.contains("still running at the delegation deadline of 2 s"),
+        "{result}"
+    );
+    // The crashed child's trace still ends with session_end.
+    let crasher = t
+        .iter()
+        .find(|l| l["event_type"] == "delegation_start" && l["capsule"] == "local/crasher")
+        .unwrap();
+    let ct = trace(
+        &std::path::PathBuf::from(crasher["child_records_dir"].as_str().unwrap())
+            .join("trace.jsonl"),
+    );
+    assert_eq!(ct.last().unwrap()["event_type"], "session_end");
+}
+
+#[test]
+fn unknown_versions_and_grants_beyond_the_parent_are_refused_by_name() {
+    let p = setup("delegation-tree");
+    // Ask for a version the store does not hold, and drop the grant the writer needs.
+    let script = "turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: critic, version: '9.9.9', task: 'x'}}
+      - {tool: delegate-task, input: {capsule: writer, version: '0.1.0', task: 'x'}}
+  - say: done
+";
+    p.write("script.yaml", script);
+    let manifest = std::fs::read_to_string(p.path().join("murmur.yaml")).unwrap();
+    p.write(
+        "murmur.yaml",
+        &manifest.replace("      - local/proofreader\n", ""),
+    );
+    let out = p.mur(&["run", "--task", "x"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let s = &p.sessions()[0];
+    let t = trace(&s.join("trace.jsonl"));
+    let refused: Vec<&str> = t
+        .iter()
+        .filter(|l| l["event_type"] == "delegation" && l["outcome"] == "refused")
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused[0].contains("9.9.9"), "{}", refused[0]);
+    assert!(
+        refused[1].contains("declares capabilities.spawn.allow entry 'local/proofreader', which its parent does not hold"),
+        "{}",
+        refused[1]
+    );
+}
