@@ -109,3 +109,17 @@ fn without_the_grant_submit_plan_does_not_exist_and_is_refused_by_name() {
         .contains(&serde_json::json!("submit-plan")));
     assert!(!s.join("tools/submit-plan").exists());
 }
+
+#[test]
+fn the_plan_example_runs() {
+    let p = Project::example("plan");
+    let out = p.mur(&["run", "--task", "Write a note about this machine"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let s = &p.sessions()[0];
+    let result = std::fs::read_to_string(s.join("out/result.txt")).unwrap();
+    assert!(
+        result.contains(r#""step_id":"done","status":"success","output":"note written\n""#),
+        "{result}"
+    );
+    assert!(s.join("note.txt").is_file());
+}
