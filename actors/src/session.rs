@@ -212,6 +212,8 @@ pub struct SessionState {
     refresh_tools: bool,
     /// Bytes of the serialized tool array (part of `payload_bytes`).
     tools_bytes: usize,
+    /// The first model call was sent from `pre_start`.
+    first_call_sent: bool,
 }
 
 /// Forwards a driver's retry notes to the session as messages.
@@ -297,31 +299,14 @@ impl SessionState {
                 &self.spec.capsule_version,
             )),
         };
-        let driver = self.spec.driver.clone();
-        let me = myself.clone();
         let turn = self.totals.turns;
         self.turn = turn;
-        self.in_flight = Some(tokio::spawn(async move {
-            let sink = SessionRetrySink {
-                session: me.clone(),
-                turn,
-            };
-            let call = std::panic::AssertUnwindSafe(driver.infer(&request, &sink));
-            match futures::FutureExt::catch_unwind(call).await {
-                Ok(result) => {
-                    drop(request);
-                    let _ = me.send_message(SessionMsg::InferDone { turn, result });
-                }
-                Err(panic) => {
-                    let text = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "the model driver panicked".into());
-                    let _ = me.send_message(SessionMsg::Crash(text));
-                }
-            }
-        }));
+        self.in_flight = Some(spawn_infer(
+            myself.clone(),
+            self.spec.driver.clone(),
+            request,
+            turn,
+        ));
     }
 
     /// Queue the end of the task; the actual finish runs in the handler (it awaits fsync).
@@ -904,6 +889,37 @@ impl SessionState {
     }
 }
 
+/// Run one model call in a task of its own; its answer comes back as `InferDone` (or `Crash`
+/// when the driver panics), so the Session's mailbox never waits on a model.
+fn spawn_infer(
+    me: ActorRef<SessionMsg>,
+    driver: Arc<dyn crate::model::ModelDriver>,
+    request: InferRequest,
+    turn: u32,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let sink = SessionRetrySink {
+            session: me.clone(),
+            turn,
+        };
+        let call = std::panic::AssertUnwindSafe(driver.infer(&request, &sink));
+        match futures::FutureExt::catch_unwind(call).await {
+            Ok(result) => {
+                drop(request);
+                let _ = me.send_message(SessionMsg::InferDone { turn, result });
+            }
+            Err(panic) => {
+                let text = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "the model driver panicked".into());
+                let _ = me.send_message(SessionMsg::Crash(text));
+            }
+        }
+    })
+}
+
 /// `<name>:<version>`, shortened to 64 chars with a digest when longer.
 pub fn cache_key(name: &str, version: &str) -> String {
     let key = format!("{name}:{version}");
@@ -942,6 +958,29 @@ impl Actor for Session {
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut spec = args.spec;
         spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let system: Arc<str> = prompt::system_prompt(&spec).into();
+        let tools: Arc<Vec<ToolSpec>> = Arc::new(spec.tools.iter().map(|t| t.spec()).collect());
+        let first = Message::user_text(spec.task.clone());
+        let messages = Arc::new(vec![first]);
+        // The first model call goes out before anything else is set up (trace writer,
+        // dispatcher, hashes, files): a delegated child starts thinking at once. `Begin` is
+        // queued first, so it (staging) is handled before that call's answer.
+        myself.send_message(SessionMsg::Begin)?;
+        let in_flight = (!spec.task.trim().is_empty() && spec.max_turns != Some(0)).then(|| {
+            spawn_infer(
+                myself.clone(),
+                spec.driver.clone(),
+                InferRequest {
+                    model: spec.model.clone(),
+                    max_tokens: spec.max_tokens,
+                    system: system.to_string(),
+                    messages: messages.clone(),
+                    tools: tools.clone(),
+                    prompt_cache_key: Some(cache_key(&spec.capsule_name, &spec.capsule_version)),
+                },
+                0,
+            )
+        });
         let paths = &spec.paths;
         let (trace, _) = Actor::spawn_linked(
             None,
@@ -954,9 +993,7 @@ impl Actor for Session {
         )
         .await
         .map_err(|e| format!("cannot start the trace writer: {e}"))?;
-        let system: Arc<str> = prompt::system_prompt(&spec).into();
-        let tools: Vec<ToolSpec> = spec.tools.iter().map(|t| t.spec()).collect();
-        let tools_json = serde_json::to_vec(&tools).unwrap_or_default();
+        let tools_json = serde_json::to_vec(&*tools).unwrap_or_default();
         let hashes = spec.capture != Capture::None;
         let tools_declared: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let capabilities = capability_names(&spec);
@@ -1034,17 +1071,19 @@ impl Actor for Session {
         .await
         .map_err(|e| format!("cannot start the dispatcher: {e}"))?;
 
-        let first = Message::user_text(spec.task.clone());
         let payload_bytes = system.len()
             + tools_json.len()
-            + serde_json::to_vec(&first).map(|v| v.len()).unwrap_or(0);
-        myself.send_message(SessionMsg::Begin)?;
+            + serde_json::to_vec(&messages[0])
+                .map(|v| v.len())
+                .unwrap_or(0);
+        let first_call_sent = in_flight.is_some();
         Ok(SessionState {
+            first_call_sent,
             system_sha: hashes.then(|| sha256_hex(system.as_bytes())),
             tools_sha: hashes.then(|| sha256_hex(&tools_json)),
             system,
-            tools: Arc::new(tools),
-            messages: Arc::new(vec![first]),
+            tools,
+            messages,
             payload_bytes,
             trace,
             dispatcher,
@@ -1055,7 +1094,7 @@ impl Actor for Session {
             task_event,
             turn: 0,
             pending: VecDeque::new(),
-            in_flight: None,
+            in_flight,
             totals: Totals::default(),
             delegated: (0, 0),
             started: Instant::now(),
@@ -1178,7 +1217,9 @@ impl Actor for Session {
                     state.fail(&myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
                     return Ok(());
                 }
-                state.start_turn(&myself);
+                if !state.first_call_sent {
+                    state.start_turn(&myself);
+                }
                 if let Err(e) = state.stage() {
                     if let Some(h) = state.in_flight.take() {
                         h.abort();
