@@ -128,3 +128,58 @@ fn a_pull_the_capsule_keeps_is_pinned_as_runtime_and_not_staged_next_time() {
     let out = run(&p);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
+
+#[test]
+fn a_policy_hook_artifact_denies_a_pull_and_nothing_is_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = setup();
+    // A hook that refuses every pull of tool-edit, packed and installed like any artifact.
+    p.write(
+        "hook/murmur.yaml",
+        "name: no-edit-pulls\nversion: 0.1.0\nruntime: hook\nimplementation: native\ndescription: Refuses pulls of tool-edit.\nbinding: [on-tool-call]\nexecution_mode: blocking\ncommit_policy: deny\n",
+    );
+    p.write(
+        "hook/bin/no-edit-pulls",
+        "#!/bin/sh\nread -r event\ncase \"$event\" in\n  *'\"tool-name\":\"pull-artifact\"'*tool-edit*) echo '{\"decision\":\"deny\",\"reason\":\"pulling tool-edit is not allowed in this project\"}';;\n  *) echo '{\"decision\":\"none\"}';;\nesac\n",
+    );
+    std::fs::set_permissions(
+        p.path().join("hook/bin/no-edit-pulls"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = p.mur(&["build", "hook", "-o", "hook.mur.zip"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = p.mur(&["install", "./hook.mur.zip"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let manifest = std::fs::read_to_string(p.path().join("murmur.yaml")).unwrap();
+    p.write(
+        "murmur.yaml",
+        &manifest.replace(
+            "capabilities:\n",
+            "  - name: local/no-edit-pulls\n    version: \"0.1.0\"\n    runtime: hook\n\ncapabilities:\n",
+        ),
+    );
+    p.write(
+        "script.yaml",
+        "turns:\n  - call: [{tool: pull-artifact, input: {artifact: local/tool-edit}}]\n  - expect: \"Refused by policy hook 'local/no-edit-pulls': pulling tool-edit is not allowed in this project\"\n    say: refused as expected\n",
+    );
+    let lock_before = std::fs::read_to_string(p.path().join("murmur.lock")).unwrap();
+    let out = run(&p);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let s = session(&p);
+    let t = trace(&s.join("trace.jsonl"));
+    let denied: Vec<_> = t
+        .iter()
+        .filter(|l| l["event_type"] == "call_denied")
+        .collect();
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0]["hook_name"], "local/no-edit-pulls");
+    assert_eq!(denied[0]["target"], "pull-artifact");
+    assert!(!t.iter().any(|l| l["event_type"] == "artifact_pulled"));
+    assert!(!t.iter().any(|l| l["event_type"] == "tool_call"));
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("murmur.lock")).unwrap(),
+        lock_before,
+        "the lock is untouched"
+    );
+}
