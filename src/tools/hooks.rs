@@ -9,16 +9,13 @@
 //! other runtime-provided tools included) to `on-tool-call` hooks.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mur_actors::dispatcher::{CallGate, CallRequest, Denied};
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
 
-use super::capture::capture;
-use super::process::GroupGuard;
+use super::process::{answer_json, NoAnswer};
 
 /// How long a hook may take to decide.
 pub const HOOK_DEADLINE: Duration = Duration::from_secs(30);
@@ -58,43 +55,23 @@ enum Verdict {
 
 impl HookGate {
     async fn ask(&self, hook: &PolicyHook, event: &Value) -> Result<Verdict, String> {
-        let mut child = tokio::process::Command::new(&hook.entrypoint)
-            .current_dir(&self.workdir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", hook.entrypoint.display()))?;
-        let _group = GroupGuard::new(child.id());
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        let logs = self.records_dir.join("logs");
-        let stamp = mur_actors::ids::mint("");
-        let out = capture(
-            child.stdout.take().expect("piped stdout"),
-            logs.join(format!("hook-{stamp}.stdout")),
-        );
-        let err = capture(
-            child.stderr.take().expect("piped stderr"),
-            logs.join(format!("hook-{stamp}.stderr")),
-        );
-        let body = event.to_string();
-        let run = async {
-            let write = async {
-                let _ = stdin.write_all(body.as_bytes()).await;
-                drop(stdin);
-            };
-            let ((), out, _err, status) = tokio::join!(write, out, err, child.wait());
-            (out, status)
-        };
-        let (out, status) = tokio::time::timeout(HOOK_DEADLINE, run)
-            .await
-            .map_err(|_| format!("it did not answer within {} s", HOOK_DEADLINE.as_secs()))?;
-        let answer: Value = serde_json::from_slice(&out.head).map_err(|e| {
-            let code = status.ok().and_then(|s| s.code()).unwrap_or(-1);
-            format!("its answer is not JSON (exit code {code}): {e}")
+        let answered = answer_json(
+            &hook.entrypoint,
+            &self.workdir,
+            &self.records_dir,
+            "hook",
+            &event.to_string(),
+            HOOK_DEADLINE,
+        )
+        .await
+        .map_err(|e| match e {
+            NoAnswer::Start(e) => format!("cannot start {}: {e}", hook.entrypoint.display()),
+            NoAnswer::Deadline => {
+                format!("it did not answer within {} s", HOOK_DEADLINE.as_secs())
+            }
         })?;
+        let answer: Value = serde_json::from_slice(&answered.out.head)
+            .map_err(|e| format!("its answer is not JSON (exit code {}): {e}", answered.code))?;
         match answer.get("decision").and_then(Value::as_str) {
             Some("none") => Ok(Verdict::Proceed),
             Some("deny") => Ok(Verdict::Deny(

@@ -23,3 +23,73 @@ impl Drop for GroupGuard {
         }
     }
 }
+
+/// What a program given JSON on stdin left behind.
+pub struct Answered {
+    /// Its stdout (capped).
+    pub out: super::capture::Captured,
+    /// Its stderr (capped).
+    pub err: super::capture::Captured,
+    /// Its exit code (`-1` when killed by a signal).
+    pub code: i32,
+}
+
+/// Why a program could not answer.
+pub enum NoAnswer {
+    /// It could not be started.
+    Start(std::io::Error),
+    /// It was still running at the deadline (its process group was killed).
+    Deadline,
+}
+
+/// Run `program` in `workdir` in its own process group, write `input` to its stdin, and collect
+/// both streams (spooled to `records_dir/logs/<label>-…` past the cap). The protocol of native
+/// tools and policy hooks alike.
+pub async fn answer_json(
+    program: &std::path::Path,
+    workdir: &std::path::Path,
+    records_dir: &std::path::Path,
+    label: &str,
+    input: &str,
+    deadline: std::time::Duration,
+) -> Result<Answered, NoAnswer> {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+
+    let mut child = tokio::process::Command::new(program)
+        .current_dir(workdir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(NoAnswer::Start)?;
+    let _group = GroupGuard::new(child.id());
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let logs = records_dir.join("logs");
+    let stamp = mur_actors::ids::mint("");
+    let out = super::capture::capture(
+        child.stdout.take().expect("piped stdout"),
+        logs.join(format!("{label}-{stamp}.stdout")),
+    );
+    let err = super::capture::capture(
+        child.stderr.take().expect("piped stderr"),
+        logs.join(format!("{label}-{stamp}.stderr")),
+    );
+    let run = async {
+        let write = async {
+            let _ = stdin.write_all(input.as_bytes()).await;
+            drop(stdin);
+        };
+        let ((), out, err, status) = tokio::join!(write, out, err, child.wait());
+        Answered {
+            out,
+            err,
+            code: status.ok().and_then(|s| s.code()).unwrap_or(-1),
+        }
+    };
+    tokio::time::timeout(deadline, run)
+        .await
+        .map_err(|_| NoAnswer::Deadline)
+}
