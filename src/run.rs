@@ -134,7 +134,8 @@ pub async fn run(args: RunArgs) -> i32 {
     let header = Header {
         verbose: args.verbose > 0,
         manifest: format!("{} v{}", m.name, m.version),
-        driver: format!("{} ({})", spec.driver.name(), spec.model),
+        // Seed 001 prints the driver as its package name: `murmur-driver-anthropic`.
+        driver: format!("{} ({})", spec.driver.name().replace('/', "-"), spec.model),
     };
     // Sub-capsules come from this project's stores (and the global one), by name and version.
     let project = dir.clone();

@@ -85,7 +85,7 @@ async fn the_anthropic_seed_manifest_runs_a_tool_turn_with_the_key_from_dotenv()
     p.write(".env", "ANTHROPIC_API_KEY=sk-ant-test-123\n");
     let out = run_blocking(&p, &["run", "--task", "say hello", "-v"]).await;
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).contains("driver: murmur/driver-anthropic (claude-sonnet-5)"));
+    assert!(stdout(&out).contains("driver: murmur-driver-anthropic (claude-sonnet-5)"));
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].path, "/v1/messages");

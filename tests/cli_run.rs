@@ -16,7 +16,7 @@ fn the_hello_example_runs_offline_and_prints_the_seed_lines() {
     let root = std::fs::canonicalize(p.path()).unwrap();
     assert_eq!(
         normalise(&stdout(&out), &root),
-        "murmur: url localhost:<PORT>\nsession: ses_<ID>\nworkdir: <ROOT>/workdir/ses_<ID>\nmanifest: hello v0.1.0\ndriver: mur/driver-script (scripted)\nstatus:  ok\n"
+        "murmur: url localhost:<PORT>\nsession: ses_<ID>\nworkdir: <ROOT>/workdir/ses_<ID>\nmanifest: hello v0.1.0\ndriver: mur-driver-script (scripted)\nstatus:  ok\n"
     );
     let sessions = p.sessions();
     assert_eq!(sessions.len(), 1);
