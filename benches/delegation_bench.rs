@@ -104,7 +104,7 @@ fn spec(
         max_tokens: 1024,
         operator_prompt: None,
         system_prompt_source: "none",
-        tools: provided::provided_tools(&grants, &["delegate-task"]),
+        tools: provided::provided_tools(&grants),
         grants,
         task,
         paths,

@@ -78,7 +78,7 @@ async fn run(turns: usize, dir: &std::path::Path) {
         max_tokens: 1024,
         operator_prompt: Some("You are a benchmark.".into()),
         system_prompt_source: "manifest",
-        tools: provided::provided_tools(&grants, &[]),
+        tools: provided::provided_tools(&grants),
         grants,
         task: "Call noop until told otherwise.".into(),
         paths: SessionPaths {

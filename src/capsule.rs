@@ -21,14 +21,6 @@ use crate::tools::hooks::{HookGate, PolicyHook};
 /// Default output cap per model call when `inference.max_tokens` is absent.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// Runtime-provided tools this build runs (the rest of seed 000 are refused, not offered).
-pub const IMPLEMENTED_RUNTIME_TOOLS: [&str; 4] = [
-    "delegate-task",
-    "submit-plan",
-    "share-file",
-    "fetch-peer-file",
-];
-
 /// Where a session's files go, and who started it.
 #[derive(Clone, Debug)]
 pub struct Placement {
@@ -245,7 +237,7 @@ pub fn session_spec_with(
     let grants = grants(m);
     // Declared artifacts, checked against their pins and extracted into the session's tools/.
     let staged = artifact::stage_declared(loaded, &place.paths.records_dir)?;
-    let mut tools: Vec<ToolDecl> = provided::provided_tools(&grants, &IMPLEMENTED_RUNTIME_TOOLS)
+    let mut tools: Vec<ToolDecl> = provided::provided_tools(&grants)
         .into_iter()
         // An artifact named like a shell binary wins: the shell manifest yields.
         .filter(|p| !staged.tools.iter().any(|t| t.name == p.name))

@@ -37,7 +37,7 @@ fn spec_for(
         max_tokens: 1024,
         operator_prompt: None,
         system_prompt_source: "none",
-        tools: provided::provided_tools(&grants, &["delegate-task"]),
+        tools: provided::provided_tools(&grants),
         grants,
         task,
         paths,

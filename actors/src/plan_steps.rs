@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ractor::ActorRef;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::delegation::{OutcomeStatus, MAX_ANSWER_BYTES};
 use crate::dispatcher::{missing_required, DelegateCtx, Route, ToolTable};
@@ -189,9 +189,4 @@ impl StepRunner for PlanSteps {
     fn trace(&self, event: TraceEvent) {
         self.emit(event);
     }
-}
-
-/// The `usage` object of a delegation line (kept for symmetry with `delegate-task`).
-pub fn usage_json(input: u64, output: u64) -> Value {
-    json!({"input_tokens": input, "output_tokens": output})
 }

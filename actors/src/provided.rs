@@ -179,22 +179,21 @@ pub fn submit_plan() -> ToolDecl {
     )
 }
 
-/// Every runtime-provided tool the grants give, among those this build runs.
-///
-/// `implemented` names the runtime tools whose executors are wired; a granted tool this build
-/// cannot run yet is left out rather than offered and then refused.
-pub fn provided_tools(grants: &Grants, implemented: &[&str]) -> Vec<ToolDecl> {
+/// Every runtime-provided tool the grants give: one per shell binary, `delegate-task`,
+/// `share-file`, `fetch-peer-file`, `submit-plan`. (`pull-artifact` and `remove-artifact` are
+/// added by the `mur` crate with the capsule's install grant in their descriptions.)
+pub fn provided_tools(grants: &Grants) -> Vec<ToolDecl> {
     let mut out: Vec<ToolDecl> = grants.shell_allow.iter().map(|b| shell_tool(b)).collect();
-    if !grants.spawn_allow.is_empty() && implemented.contains(&"delegate-task") {
+    if !grants.spawn_allow.is_empty() {
         out.push(delegate_task(&grants.spawn_allow));
     }
-    if grants.peer_files_export && implemented.contains(&"share-file") {
+    if grants.peer_files_export {
         out.push(share_file());
     }
-    if !grants.peer_fetch_allow.is_empty() && implemented.contains(&"fetch-peer-file") {
+    if !grants.peer_fetch_allow.is_empty() {
         out.push(fetch_peer_file(&grants.peer_fetch_allow));
     }
-    if grants.plan_submit && implemented.contains(&"submit-plan") {
+    if grants.plan_submit {
         out.push(submit_plan());
     }
     out

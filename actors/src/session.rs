@@ -203,9 +203,6 @@ pub struct SessionState {
     /// Set while the model ended its turn and the task waits for outcomes (since when).
     waiting: Option<Instant>,
     continuations: u32,
-    /// The answer of the turn that ended with delegations outstanding, kept in case no turn is
-    /// left to read their outcomes.
-    waiting_text: String,
     /// The task ended; the actor stops when the listed children have reported.
     draining: bool,
     /// A pull or removal changed the inventory since the last model call.
@@ -424,10 +421,8 @@ impl SessionState {
                 if self.children.outstanding() > 0 && turns_left {
                     // Wait, spending nothing, and continue once with every outcome.
                     self.waiting = Some(Instant::now());
-                    self.waiting_text = text;
                 } else if self.children.has_settled() && turns_left {
                     self.waiting = Some(Instant::now());
-                    self.waiting_text = text;
                     self.continue_with_outcomes(myself);
                 } else {
                     self.finish_later(myself, ExitStatus::Ok, text);
@@ -1103,7 +1098,6 @@ impl Actor for Session {
             supervisor: args.supervisor,
             waiting: None,
             continuations: 0,
-            waiting_text: String::new(),
             draining: false,
             refresh_tools: false,
             tools_bytes: tools_json.len(),
