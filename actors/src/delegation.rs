@@ -99,18 +99,6 @@ pub struct DelegationOutcome {
     pub child_records_dir: PathBuf,
 }
 
-/// Cut `s` to at most `max` bytes on a char boundary.
-fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 /// The text the parent's model reads for one outcome: a header line, then the fenced record.
 pub fn outcome_text(o: &DelegationOutcome) -> String {
     let bare = crate::provided::bare(&o.capsule);
@@ -129,7 +117,7 @@ pub fn outcome_text(o: &DelegationOutcome) -> String {
     if o.answer.is_empty() {
         body.push_str("result: none (the sub-capsule left no answer)");
     } else if o.answer.len() > MAX_ANSWER_BYTES {
-        let kept = cut(&o.answer, MAX_ANSWER_BYTES);
+        let kept = crate::session::truncate(&o.answer, MAX_ANSWER_BYTES);
         body.push_str(&format!(
             "result:\n{kept} […]\n[cut at {} of {} bytes; the whole answer is {}]",
             kept.len(),
