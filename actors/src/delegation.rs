@@ -290,3 +290,44 @@ impl ChildTable {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(answer: String) -> DelegationOutcome {
+        DelegationOutcome {
+            delegation_id: "dlg_1".into(),
+            capsule: "acme/writer".into(),
+            version: "0.1.0".into(),
+            child_session_id: "ses_c".into(),
+            status: OutcomeStatus::Ok,
+            answer,
+            detail: None,
+            duration_ms: 5,
+            totals: Totals::default(),
+            child_workdir: "/w/children/ses_c".into(),
+            child_records_dir: "/w/children/ses_c".into(),
+        }
+    }
+
+    #[test]
+    fn an_outcome_is_a_header_and_a_fenced_record_with_the_bare_name() {
+        let text = outcome_text(&outcome("the answer".into()));
+        assert_eq!(
+            text,
+            "[delegate-task] delegation dlg_1 to writer@0.1.0 ended ok:\n<untrusted-content source=delegation:writer>\nDelegated capsule finished.\ndelegation_id: dlg_1\ncapsule: writer@0.1.0\nsession_id: ses_c\nstatus: ok\nduration_ms: 5\nworkdir: /w/children/ses_c\nresult:\nthe answer\n</untrusted-content>"
+        );
+    }
+
+    #[test]
+    fn long_answers_are_cut_and_point_at_the_whole_file() {
+        let text = outcome_text(&outcome("é".repeat(40_000)));
+        assert!(text.contains(
+            "[cut at 65536 of 80000 bytes; the whole answer is /w/children/ses_c/out/result.txt]"
+        ));
+        assert!(text.len() < 70_000);
+        let empty = outcome_text(&outcome(String::new()));
+        assert!(empty.contains("result: none (the sub-capsule left no answer)"));
+    }
+}
