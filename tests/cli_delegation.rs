@@ -142,3 +142,83 @@ fn unknown_versions_and_grants_beyond_the_parent_are_refused_by_name() {
         refused[1]
     );
 }
+
+#[test]
+fn ctrl_c_ends_the_whole_tree_with_no_process_left_and_every_trace_complete() {
+    use std::io::{BufRead, BufReader};
+    let p = Project::new();
+    // A sleep of a length no other process uses: its command line is the marker.
+    let marker = format!("sleep 41.{}", std::process::id());
+    // A child that runs a long command; its parent waits for it.
+    p.write(
+        "child/murmur.yaml",
+        &scripted_manifest("sleeper", "capabilities:\n  shell:\n    allow: [bash]\n"),
+    );
+    p.write(
+        "child/script.yaml",
+        &format!("turns:\n  - call: [{{tool: bash, input: {{command: '{marker}; true'}}}}]\n  - say: late\n"),
+    );
+    p.write(
+        "murmur.yaml",
+        &scripted_manifest(
+            "parent",
+            "capabilities:\n  shell:\n    allow: [bash]\n  spawn:\n    allow: [local/sleeper]\n",
+        ),
+    );
+    p.write(
+        "script.yaml",
+        "turns:\n  - call: [{tool: delegate-task, input: {capsule: sleeper, version: '0.1.0', task: sleep}}]\n  - say: waiting\n  - say: never\n",
+    );
+    assert!(p
+        .mur(&["build", "child", "-o", "sleeper.mur.zip"])
+        .status
+        .success());
+    assert!(p.mur(&["install", "./sleeper.mur.zip"]).status.success());
+    let mut child = mur()
+        .args(["run", "--task", "go"])
+        .current_dir(p.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    lines.next();
+    lines.next();
+    // Wait until the grandchild command runs.
+    let running = || {
+        Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !running() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child's command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(!running(), "no process of the tree is left");
+    let s = &p.sessions()[0];
+    let t = trace(&s.join("trace.jsonl"));
+    assert_eq!(t.last().unwrap()["exit_status"], "canceled");
+    let end = t.iter().find(|l| l["event_type"] == "delegation").unwrap();
+    assert_eq!(end["outcome"], "terminated");
+    assert_eq!(end["reason"], "the delegating task was cancelled");
+    let start = t
+        .iter()
+        .find(|l| l["event_type"] == "delegation_start")
+        .unwrap();
+    let ct = trace(
+        &std::path::PathBuf::from(start["child_records_dir"].as_str().unwrap()).join("trace.jsonl"),
+    );
+    assert_eq!(ct.last().unwrap()["event_type"], "session_end");
+    assert_eq!(ct.last().unwrap()["exit_status"], "canceled");
+}
