@@ -1,0 +1,116 @@
+//! How a session's task ends: the result file, `task_end` and `session_end`, the durability
+//! sync, the report, and draining children that are still winding down.
+
+use super::*;
+
+impl SessionState {
+    /// Queue the end of the task; the actual finish runs in the handler (it awaits fsync).
+    pub(super) fn finish_later(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        status: ExitStatus,
+        text: String,
+    ) {
+        self.ended = Some(status);
+        let _ = myself.send_message(SessionMsg::Finish { status, text });
+    }
+
+    pub(super) fn fail(&mut self, myself: &ActorRef<SessionMsg>, cause: &str, reason: &str) {
+        self.emit(
+            TraceEvent::new("task_failed", Some(&self.task_event))
+                .with("task_id", &self.task_id)
+                .with("turn", self.turn)
+                .with("cause", cause)
+                .with("reason", truncate(reason, 2000)),
+        );
+        self.finish_later(myself, ExitStatus::Failed, format!("error: {reason}"));
+    }
+
+    /// Write the task's last lines and sync the trace; returns the report.
+    pub(super) async fn close(&mut self, status: ExitStatus, text: String) -> SessionReport {
+        self.ended = Some(status);
+        self.waiting = None;
+        if let Some(h) = self.in_flight.take() {
+            h.abort();
+        }
+        let _ = self.dispatcher.send_message(DispatcherMsg::CancelAll);
+        self.end_children(status);
+        let out = self.spec.paths.records_dir.join("out");
+        let mut trace_error = std::fs::create_dir_all(&out)
+            .and_then(|_| std::fs::write(out.join("result.txt"), &text))
+            .err()
+            .map(|e| format!("cannot write {}: {e}", out.join("result.txt").display()));
+        let duration_ms = self.started.elapsed().as_millis() as u64;
+        let t = self.totals;
+        self.emit(
+            TraceEvent::new("task_end", Some(&self.task_event))
+                .with("task_id", &self.task_id)
+                .with("exit_status", status.as_str())
+                .with("duration_ms", duration_ms)
+                .with("turns", t.turns)
+                .with("input_tokens", t.input_tokens)
+                .with("output_tokens", t.output_tokens)
+                .with("tool_calls", t.tool_calls)
+                .with("shell_calls", t.shell_calls)
+                .with("reopen_count", 0),
+        );
+        let mut end = TraceEvent::new("session_end", Some(&self.session_event))
+            .with("total_turns", t.turns)
+            .with("total_input_tokens", t.input_tokens)
+            .with("total_output_tokens", t.output_tokens)
+            .with("total_tool_calls", t.tool_calls)
+            .with("total_shell_calls", t.shell_calls)
+            .with("duration_ms", duration_ms)
+            .with("exit_status", status.as_str());
+        if self.delegated != (0, 0) {
+            end = end
+                .with("delegated_input_tokens", self.delegated.0)
+                .with("delegated_output_tokens", self.delegated.1);
+        }
+        self.emit(end);
+        // The root syncs the filesystem once (covering every child's trace); children only
+        // make sure their lines are written.
+        let durability = if self.spec.spawned_by.is_none() {
+            Durability::Filesystem
+        } else {
+            Durability::Written
+        };
+        match ractor::call!(self.trace, |r| TraceMsg::Sync(durability, r)) {
+            Ok(Err(e)) => {
+                trace_error.get_or_insert(e);
+            }
+            Err(e) => {
+                trace_error.get_or_insert(format!("trace writer stopped: {e}"));
+            }
+            Ok(Ok(())) => {}
+        }
+        SessionReport {
+            session_id: self.spec.session_id.clone(),
+            exit_status: status,
+            result: text,
+            totals: t,
+            duration_ms,
+            trace_error,
+        }
+    }
+
+    /// End the task, report, and stop (once children still running have reported).
+    pub(super) async fn finish(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        status: ExitStatus,
+        text: String,
+    ) {
+        let report = self.close(status, text).await;
+        if let Some(sink) = self.report.take() {
+            sink(report);
+        }
+        if self.draining {
+            myself.send_after(std::time::Duration::from_secs(5), || {
+                SessionMsg::DrainTimeout
+            });
+        } else {
+            myself.stop(None);
+        }
+    }
+}

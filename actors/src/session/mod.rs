@@ -1,0 +1,684 @@
+//! The [`Session`] actor: one capsule (or sub-capsule) and its turn loop.
+//!
+//! The Session owns the conversation, the held tool array and the task's counters. Nothing it
+//! does blocks its mailbox for long: the model call runs in a spawned task whose reply comes back
+//! as [`SessionMsg::InferDone`], tool calls go to the [`Dispatcher`] and come back as
+//! [`SessionMsg::ToolDone`], so a `Cancel` (Ctrl-C) or a status query is handled while either is
+//! in flight. Every step is written to the session's [`TraceWriter`] as it happens; the trace is
+//! fsynced at task end and session end, and `session_end` totals are the line counts.
+
+mod children;
+mod end;
+mod turn;
+
+use turn::spawn_infer;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::task::JoinHandle;
+
+use crate::delegation::{outcome_text, ChildTable, DelegationOutcome, OutcomeStatus};
+use crate::dispatcher::{
+    CallKind, CallRequest, CallResult, Dispatched, Dispatcher, DispatcherArgs, DispatcherMsg,
+    Effect,
+};
+use crate::ids;
+use crate::model::{
+    ContentBlock, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink, StopReason,
+    ToolSpec,
+};
+use crate::prompt;
+use crate::spec::{Capture, SessionSpec};
+use crate::staging;
+use crate::supervisor::SupervisorMsg;
+use crate::tool::ExecStatus;
+use crate::trace::{Durability, TraceEvent, TraceMsg, TraceWriter, TraceWriterArgs};
+
+/// How a session ended (`task_end.exit_status`, `session_end.exit_status`, `status:` of `mur run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// The model answered.
+    Ok,
+    /// The task failed (driver error, malformed reply, runtime error).
+    Failed,
+    /// `inference.max_turns` ran out.
+    MaxTurnsReached,
+    /// Canceled (Ctrl-C, or the parent ended).
+    Canceled,
+}
+
+impl ExitStatus {
+    /// The trace and CLI spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitStatus::Ok => "ok",
+            ExitStatus::Failed => "failed",
+            ExitStatus::MaxTurnsReached => "max_turns_reached",
+            ExitStatus::Canceled => "canceled",
+        }
+    }
+}
+
+/// Counters that end up in `task_end` and `session_end`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Counted `inference` lines.
+    pub turns: u32,
+    /// Input tokens (provider figure when reported, else the runtime's estimate).
+    pub input_tokens: u64,
+    /// Output tokens (same rule).
+    pub output_tokens: u64,
+    /// `tool_call` lines.
+    pub tool_calls: u32,
+    /// `shell` lines.
+    pub shell_calls: u32,
+}
+
+/// What a finished session reports to whoever started it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionReport {
+    /// `ses_…`.
+    pub session_id: String,
+    /// How it ended.
+    pub exit_status: ExitStatus,
+    /// The text written to `out/result.txt`.
+    pub result: String,
+    /// Counters.
+    pub totals: Totals,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// Set when the trace could not be written or synced.
+    pub trace_error: Option<String>,
+}
+
+/// A session's state as the door reports it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SessionStatus {
+    /// `ses_…`.
+    pub session_id: String,
+    /// Capsule name.
+    pub name: String,
+    /// Capsule version.
+    pub version: String,
+    /// `running` or `ended`.
+    pub state: &'static str,
+    /// Set once ended.
+    pub exit_status: Option<&'static str>,
+    /// Turns so far.
+    pub turns: u32,
+}
+
+/// Messages the [`Session`] takes.
+pub enum SessionMsg {
+    /// Start the first turn (sent to itself once staged).
+    Begin,
+    /// The model call of `turn` finished.
+    InferDone {
+        /// The turn.
+        turn: u32,
+        /// The driver's answer.
+        result: Result<InferReply, InferError>,
+    },
+    /// The driver is retrying a call of `turn`.
+    Retry {
+        /// The turn.
+        turn: u32,
+        /// What failed and how long it waits.
+        note: RetryNote,
+    },
+    /// A tool call finished.
+    ToolDone(Box<Dispatched>),
+    /// End the task now, `canceled`.
+    Cancel {
+        /// Why (shown in the result).
+        reason: String,
+    },
+    /// Report the session's status.
+    Describe(RpcReplyPort<SessionStatus>),
+    /// A delegation ended: the background-task message from a child (or its synthesized end).
+    ChildOutcome(Box<DelegationOutcome>),
+    /// A delegation's deadline passed; end the child if it still runs.
+    DelegationDeadline {
+        /// `dlg_…`.
+        delegation_id: String,
+    },
+    /// The driver panicked: the session crashes (its parent sees `crashed`).
+    Crash(String),
+    /// Children did not report in time after the task ended: stop anyway.
+    DrainTimeout,
+    /// End the task with this status and result (queued by the session itself, so it is
+    /// handled after every message already in the mailbox).
+    Finish {
+        /// How the task ended.
+        status: ExitStatus,
+        /// The result text for `out/result.txt`.
+        text: String,
+    },
+}
+
+/// Called once with the report when the session ends.
+pub type ReportSink = Box<dyn FnOnce(SessionReport) + Send>;
+
+/// Arguments to start a [`Session`].
+pub struct SessionArgs {
+    /// What to run.
+    pub spec: SessionSpec,
+    /// Who hears the outcome.
+    pub report: ReportSink,
+    /// The process's Supervisor (for delegations); `None` runs without delegation.
+    pub supervisor: Option<ActorRef<SupervisorMsg>>,
+    /// The process's Registry (for pulls); `None` runs without pulls.
+    pub registry: Option<ActorRef<crate::registry::RegistryMsg>>,
+}
+
+/// The session actor.
+pub struct Session;
+
+/// The session's state.
+pub struct SessionState {
+    spec: SessionSpec,
+    trace: ActorRef<TraceMsg>,
+    dispatcher: ActorRef<DispatcherMsg>,
+    report: Option<ReportSink>,
+    system: Arc<str>,
+    tools: Arc<Vec<ToolSpec>>,
+    messages: Arc<Vec<Message>>,
+    /// Serialized bytes of system + tools + messages, for the token estimate.
+    payload_bytes: usize,
+    tools_sha: Option<String>,
+    system_sha: Option<String>,
+    task_id: String,
+    session_event: String,
+    task_event: String,
+    turn_event: String,
+    turn: u32,
+    pending: VecDeque<CallRequest>,
+    in_flight: Option<JoinHandle<()>>,
+    totals: Totals,
+    /// Tokens of children already added into `totals`.
+    delegated: (u64, u64),
+    started: Instant,
+    ended: Option<ExitStatus>,
+    children: ChildTable,
+    supervisor: Option<ActorRef<SupervisorMsg>>,
+    /// Set while the model ended its turn and the task waits for outcomes (since when).
+    waiting: Option<Instant>,
+    continuations: u32,
+    /// The task ended; the actor stops when the listed children have reported.
+    draining: bool,
+    /// A pull or removal changed the inventory since the last model call.
+    refresh_tools: bool,
+    /// Bytes of the serialized tool array (part of `payload_bytes`).
+    tools_bytes: usize,
+    /// The first model call was sent from `pre_start`.
+    first_call_sent: bool,
+}
+
+/// Forwards a driver's retry notes to the session as messages.
+struct SessionRetrySink {
+    session: ActorRef<SessionMsg>,
+    turn: u32,
+}
+
+impl RetrySink for SessionRetrySink {
+    fn retrying(&self, note: RetryNote) {
+        let _ = self.session.send_message(SessionMsg::Retry {
+            turn: self.turn,
+            note,
+        });
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn estimate_tokens(bytes: usize) -> u64 {
+    bytes.div_ceil(4) as u64
+}
+
+/// The result text of a task that used all its turns.
+pub fn max_turns_text(max: u32) -> String {
+    format!(
+        "error: max_turns exceeded: the task used all {max} inference turns inference.max_turns allows (turn 0 to turn {})",
+        max.saturating_sub(1)
+    )
+}
+
+impl SessionState {
+    pub(super) fn emit(&self, event: TraceEvent) {
+        let _ = self.trace.send_message(TraceMsg::Append(event));
+    }
+
+    /// Create the session's folders and staged files.
+    pub(super) fn stage(&self) -> Result<(), String> {
+        let paths = &self.spec.paths;
+        let dirs: &[&std::path::PathBuf] = if paths.workdir == paths.records_dir {
+            &[&paths.records_dir]
+        } else {
+            &[&paths.records_dir, &paths.workdir]
+        };
+        for dir in dirs {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        staging::stage(
+            &paths.records_dir,
+            &self.spec.tools,
+            &self.spec.task,
+            &self.spec.capsule_name,
+        )
+        .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))
+    }
+
+    pub(super) fn push_message(&mut self, message: Message) {
+        self.payload_bytes += serde_json::to_vec(&message).map(|v| v.len()).unwrap_or(0);
+        Arc::make_mut(&mut self.messages).push(message);
+    }
+}
+
+/// `<name>:<version>`, shortened to 64 chars with a digest when longer.
+pub fn cache_key(name: &str, version: &str) -> String {
+    let key = format!("{name}:{version}");
+    if key.len() <= 64 {
+        return key;
+    }
+    let digest = sha256_hex(key.as_bytes());
+    let mut head: String = key.chars().take(47).collect();
+    head.push(':');
+    head.push_str(&digest[..16]);
+    head
+}
+
+/// Cut `s` to at most `max` bytes on a char boundary.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+#[ractor::async_trait]
+impl Actor for Session {
+    type Msg = SessionMsg;
+    type State = SessionState;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SessionArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let mut spec = args.spec;
+        spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let system: Arc<str> = prompt::system_prompt(&spec).into();
+        let tools: Arc<Vec<ToolSpec>> = Arc::new(spec.tools.iter().map(|t| t.spec()).collect());
+        let first = Message::user_text(spec.task.clone());
+        let messages = Arc::new(vec![first]);
+        // The first model call goes out before anything else is set up (trace writer,
+        // dispatcher, hashes, files): a delegated child starts thinking at once. `Begin` is
+        // queued first, so it (staging) is handled before that call's answer.
+        myself.send_message(SessionMsg::Begin)?;
+        let in_flight = (!spec.task.trim().is_empty() && spec.max_turns != Some(0)).then(|| {
+            spawn_infer(
+                myself.clone(),
+                spec.driver.clone(),
+                InferRequest {
+                    model: spec.model.clone(),
+                    max_tokens: spec.max_tokens,
+                    system: system.to_string(),
+                    messages: messages.clone(),
+                    tools: tools.clone(),
+                    prompt_cache_key: Some(cache_key(&spec.capsule_name, &spec.capsule_version)),
+                },
+                0,
+            )
+        });
+        let paths = &spec.paths;
+        let (trace, _) = Actor::spawn_linked(
+            None,
+            TraceWriter,
+            TraceWriterArgs {
+                path: paths.records_dir.join("trace.jsonl"),
+                session_id: spec.session_id.clone(),
+            },
+            myself.get_cell(),
+        )
+        .await
+        .map_err(|e| format!("cannot start the trace writer: {e}"))?;
+        let tools_json = serde_json::to_vec(&*tools).unwrap_or_default();
+        let hashes = spec.capture != Capture::None;
+        let tools_declared: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let capabilities = capability_names(&spec);
+        let start = TraceEvent::new("session_start", None)
+            .with("capsule_name", &spec.capsule_name)
+            .with("capsule_version", &spec.capsule_version)
+            .with("model", &spec.model)
+            .with("max_turns", spec.max_turns)
+            .with("capabilities", capabilities)
+            .with("tools_declared", &tools_declared)
+            .with(
+                "effective_grants",
+                json!({
+                    "shell_allow": spec.grants.shell_allow,
+                    "spawn_allow": spec.grants.spawn_allow,
+                    "plan_submit": spec.grants.plan_submit,
+                    "peer_fetch_allow": spec.grants.peer_fetch_allow,
+                    "network_allow": spec.grants.network_allow,
+                }),
+            )
+            .with("system_prompt_source", spec.system_prompt_source)
+            .with(
+                "system_prompt_sha256",
+                spec.operator_prompt
+                    .as_deref()
+                    .map(|p| sha256_hex(p.as_bytes())),
+            )
+            .with("driver", spec.driver.name())
+            .with("tool_refresh", &spec.tool_refresh)
+            .with("runtime_artifacts", Vec::<Value>::new())
+            .with("resumed_from", Value::Null)
+            .with("context_id", Value::Null)
+            .with_opt(
+                "spawned_by",
+                spec.spawned_by.as_ref().map(|s| &s.parent_session_id),
+            )
+            .with_opt(
+                "delegation_id",
+                spec.spawned_by.as_ref().map(|s| &s.delegation_id),
+            );
+        let session_event = start.event_id.clone();
+        let _ = trace.send_message(TraceMsg::Append(start));
+        let task_id = ids::mint("tsk_");
+        let task = TraceEvent::new("task_start", Some(&session_event))
+            .with("task_id", &task_id)
+            .with("context_id", ids::mint("ctx_"))
+            .with("source", "task_md")
+            .with("origin", "user")
+            .with("trust", "trusted")
+            .with("lane", "user")
+            .with("message_parts_bytes", spec.task.len());
+        let task_event = task.event_id.clone();
+        let _ = trace.send_message(TraceMsg::Append(task));
+        let (dispatcher, _) = Actor::spawn_linked(
+            None,
+            Dispatcher,
+            DispatcherArgs {
+                gate: spec.gate.clone(),
+                session_id: spec.session_id.clone(),
+                depth: spec.depth,
+                supervisor: args.supervisor.clone(),
+                registry: args.registry.clone(),
+                artifacts: spec.artifacts.clone(),
+                trace: trace.clone(),
+                session_event: session_event.clone(),
+                delegation_deadline: spec.delegation_deadline,
+                session: myself.clone(),
+                tools: spec.tools.clone(),
+                grants: spec.grants.clone(),
+                executors: spec.executors.clone(),
+                paths: spec.paths.clone(),
+            },
+            myself.get_cell(),
+        )
+        .await
+        .map_err(|e| format!("cannot start the dispatcher: {e}"))?;
+
+        let payload_bytes = system.len()
+            + tools_json.len()
+            + serde_json::to_vec(&messages[0])
+                .map(|v| v.len())
+                .unwrap_or(0);
+        let first_call_sent = in_flight.is_some();
+        Ok(SessionState {
+            first_call_sent,
+            system_sha: hashes.then(|| sha256_hex(system.as_bytes())),
+            tools_sha: hashes.then(|| sha256_hex(&tools_json)),
+            system,
+            tools,
+            messages,
+            payload_bytes,
+            trace,
+            dispatcher,
+            report: Some(args.report),
+            task_id,
+            session_event,
+            turn_event: task_event.clone(),
+            task_event,
+            turn: 0,
+            pending: VecDeque::new(),
+            in_flight,
+            totals: Totals::default(),
+            delegated: (0, 0),
+            started: Instant::now(),
+            ended: None,
+            children: ChildTable::default(),
+            supervisor: args.supervisor,
+            waiting: None,
+            continuations: 0,
+            draining: false,
+            refresh_tools: false,
+            tools_bytes: tools_json.len(),
+            spec,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: SessionMsg,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SessionMsg::Describe(reply) => {
+                let _ = reply.send(SessionStatus {
+                    session_id: state.spec.session_id.clone(),
+                    name: state.spec.capsule_name.clone(),
+                    version: state.spec.capsule_version.clone(),
+                    state: if state.report.is_some() {
+                        "running"
+                    } else {
+                        "ended"
+                    },
+                    exit_status: state.ended.map(ExitStatus::as_str),
+                    turns: state.totals.turns,
+                });
+            }
+            SessionMsg::Finish { status, text } => {
+                if state.report.is_some() {
+                    state.finish(&myself, status, text).await;
+                }
+            }
+            SessionMsg::Cancel { reason } => {
+                if state.report.is_none() || state.ended.is_some() {
+                    return Ok(());
+                }
+                let phase = if state.in_flight.is_some() {
+                    "inference"
+                } else if state.waiting.is_some() {
+                    "delegation"
+                } else {
+                    "turn"
+                };
+                state.emit(
+                    TraceEvent::new("task_canceled", Some(&state.task_event))
+                        .with("task_id", &state.task_id)
+                        .with("turn", state.turn)
+                        .with("phase", phase)
+                        .with("reason", &reason),
+                );
+                state
+                    .finish(
+                        &myself,
+                        ExitStatus::Canceled,
+                        format!("error: task canceled: {reason}"),
+                    )
+                    .await;
+            }
+            SessionMsg::DrainTimeout => {
+                if state.report.is_none() {
+                    myself.stop(None);
+                }
+            }
+            SessionMsg::ChildOutcome(o) => state.child_outcome(&myself, *o),
+            SessionMsg::DelegationDeadline { delegation_id } => {
+                if state.ended.is_some() {
+                    return Ok(());
+                }
+                if let Some(child) = state.children.running_child(&delegation_id).cloned() {
+                    let secs = state.spec.delegation_deadline.as_secs_f64();
+                    let _ = child.send_message(SessionMsg::Cancel {
+                        reason: "the delegation deadline passed".into(),
+                    });
+                    if let Some(o) = state.children.synthesize(
+                        &delegation_id,
+                        OutcomeStatus::Terminated,
+                        format!("still running at the delegation deadline of {secs} s (lifecycle.delegation_deadline_secs); it was ended"),
+                    ) {
+                        state.on_outcome(&myself, o);
+                    }
+                }
+            }
+            SessionMsg::Crash(text) => {
+                if state.report.is_none() {
+                    return Ok(());
+                }
+                let reason = format!("the session crashed: {text}");
+                state.emit(
+                    TraceEvent::new("task_failed", Some(&state.task_event))
+                        .with("task_id", &state.task_id)
+                        .with("turn", state.turn)
+                        .with("cause", "runtime_error")
+                        .with("reason", truncate(&reason, 2000)),
+                );
+                let _ = state
+                    .close(ExitStatus::Failed, format!("error: {reason}"))
+                    .await;
+                // No report: whoever supervises this session learns of the crash from ractor.
+                state.report = None;
+                return Err(reason.into());
+            }
+            _ if state.ended.is_some() => {
+                // The task is over; late answers are dropped.
+            }
+            SessionMsg::Begin => {
+                // The first model call goes out before the disk is touched; the files are
+                // staged while it is in flight (no tool runs before its reply is handled).
+                if state.spec.task.trim().is_empty() {
+                    let _ = state.stage();
+                    state.fail(&myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
+                    return Ok(());
+                }
+                if !state.first_call_sent {
+                    state.start_turn(&myself);
+                }
+                if let Err(e) = state.stage() {
+                    if let Some(h) = state.in_flight.take() {
+                        h.abort();
+                    }
+                    state.fail(&myself, "runtime_error", &e);
+                }
+            }
+            SessionMsg::InferDone { turn, result } => {
+                state.in_flight = None;
+                match result {
+                    Ok(reply) => state.on_reply(&myself, turn, reply),
+                    Err(e) => state.on_infer_error(&myself, turn, e),
+                }
+            }
+            SessionMsg::Retry { turn, note } => state.emit(
+                TraceEvent::new("inference_retry", Some(&state.task_event))
+                    .with("turn", turn)
+                    .with("task_id", &state.task_id)
+                    .with("attempt", note.attempt)
+                    .with("max_retries", note.max_retries)
+                    .with("reason", note.reason)
+                    .with_opt("provider_status", note.provider_status)
+                    .with("error", truncate(&note.error, 2000))
+                    .with("delay_ms", note.delay_ms)
+                    .with_opt("retry_after_ms", note.retry_after_ms)
+                    .with("charged_tokens", 0),
+            ),
+            SessionMsg::ToolDone(d) => state.on_tool_done(&myself, *d),
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let SupervisionEvent::ActorFailed(who, err) = event {
+            if state.report.is_some() && who.get_id() == state.dispatcher.get_id() {
+                state.fail(
+                    &myself,
+                    "runtime_error",
+                    &format!("the dispatcher failed: {err}"),
+                );
+                return Ok(());
+            }
+            let Some(dlg) = state.children.by_actor(who.get_id()).map(str::to_string) else {
+                return Ok(());
+            };
+            if let Some(o) = state.children.synthesize(
+                &dlg,
+                OutcomeStatus::Crashed,
+                truncate(&err.to_string(), 2000),
+            ) {
+                if let Some(sup) = &state.supervisor {
+                    let _ = sup.send_message(SupervisorMsg::ChildGone {
+                        session_id: o.child_session_id.clone(),
+                    });
+                }
+                state.child_outcome(&myself, o);
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(h) = state.in_flight.take() {
+            h.abort();
+        }
+        Ok(())
+    }
+}
+
+fn capability_names(spec: &SessionSpec) -> Vec<&'static str> {
+    let g = &spec.grants;
+    let mut out = Vec::new();
+    if !g.network_allow.is_empty() {
+        out.push("network");
+    }
+    if !g.shell_allow.is_empty() {
+        out.push("shell");
+    }
+    if !g.spawn_allow.is_empty() {
+        out.push("spawn");
+    }
+    if g.plan_submit {
+        out.push("plan");
+    }
+    if g.install {
+        out.push("install");
+    }
+    if !g.peer_fetch_allow.is_empty() || g.peer_files_export {
+        out.push("peer");
+    }
+    out
+}

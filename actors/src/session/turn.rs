@@ -1,0 +1,433 @@
+//! The turn loop of a [`Session`](super::Session): one model call, its tool calls one at a
+//! time, the next model call; the tool array refreshed when a pull or removal changed it.
+
+use super::*;
+
+impl SessionState {
+    pub(super) fn start_turn(&mut self, myself: &ActorRef<SessionMsg>) {
+        let settled = self.children.take_settled();
+        self.deliver(settled);
+        self.refresh_tool_array();
+        if let Some(max) = self.spec.max_turns {
+            if self.totals.turns >= max {
+                self.finish_later(myself, ExitStatus::MaxTurnsReached, max_turns_text(max));
+                return;
+            }
+        }
+        let request = InferRequest {
+            model: self.spec.model.clone(),
+            max_tokens: self.spec.max_tokens,
+            system: self.system.to_string(),
+            messages: self.messages.clone(),
+            tools: self.tools.clone(),
+            prompt_cache_key: Some(cache_key(
+                &self.spec.capsule_name,
+                &self.spec.capsule_version,
+            )),
+        };
+        let turn = self.totals.turns;
+        self.turn = turn;
+        self.in_flight = Some(spawn_infer(
+            myself.clone(),
+            self.spec.driver.clone(),
+            request,
+            turn,
+        ));
+    }
+
+    pub(super) fn on_reply(&mut self, myself: &ActorRef<SessionMsg>, turn: u32, reply: InferReply) {
+        let response = serde_json::to_vec(&reply.content).unwrap_or_default();
+        let estimate_in = estimate_tokens(self.payload_bytes);
+        let estimate_out = estimate_tokens(response.len());
+        let input_tokens = reply.usage.input_tokens.unwrap_or(estimate_in);
+        let output_tokens = reply.usage.output_tokens.unwrap_or(estimate_out);
+        self.totals.turns += 1;
+        self.totals.input_tokens += input_tokens;
+        self.totals.output_tokens += output_tokens;
+        let calls: Vec<(String, String, Value)> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall { id, name, input } => {
+                    Some((id.clone(), name.clone(), input.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let decision = match reply.stop_reason {
+            StopReason::ToolCall => "tool_call",
+            StopReason::EndTurn => "end_turn",
+            _ => "text",
+        };
+        let mut ev = TraceEvent::new("inference", Some(&self.task_event))
+            .with("turn", turn)
+            .with("task_id", &self.task_id)
+            .with("input_tokens", input_tokens)
+            .with("output_tokens", output_tokens)
+            .with("decision", decision)
+            .with("stop_reason", reply.stop_reason.as_str())
+            .with("tool_name", calls.first().map(|c| c.1.as_str()))
+            .with_opt("input_tokens_actual", reply.usage.input_tokens)
+            .with_opt("output_tokens_actual", reply.usage.output_tokens)
+            .with_opt("cached_tokens", reply.usage.cached_tokens)
+            .with_opt("cache_write_tokens", reply.usage.cache_write_tokens)
+            .with_opt("thinking_tokens", reply.usage.thinking_tokens)
+            .with("max_output_tokens", self.spec.max_tokens)
+            .with_opt("attempts", (reply.attempts > 1).then_some(reply.attempts));
+        if self.spec.capture != Capture::None {
+            ev = ev
+                .with("system_sha", &self.system_sha)
+                .with("tools_sha", &self.tools_sha)
+                .with("response_sha", sha256_hex(&response));
+        }
+        self.turn_event = ev.event_id.clone();
+        self.emit(ev);
+        match reply.stop_reason {
+            StopReason::ToolCall => {
+                if calls.is_empty() {
+                    self.fail(
+                        myself,
+                        "malformed_response",
+                        "response stop_reason=tool_call but no tool_call blocks were present",
+                    );
+                    return;
+                }
+                self.push_message(Message::Assistant {
+                    content: reply.content,
+                });
+                for (seq, (id, name, input)) in calls.into_iter().enumerate() {
+                    self.pending.push_back(CallRequest {
+                        seq,
+                        turn,
+                        id,
+                        name,
+                        input,
+                        parent_event: self.turn_event.clone(),
+                    });
+                }
+                self.dispatch_next(myself);
+            }
+            StopReason::EndTurn | StopReason::MaxTokens => {
+                let mut text = reply
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if reply.stop_reason == StopReason::MaxTokens {
+                    text.push_str(&format!(
+                        "\n\n[truncated at the inference.max_tokens output cap of {} tokens — this is a fragment, not a finished answer]",
+                        self.spec.max_tokens
+                    ));
+                }
+                self.push_message(Message::Assistant {
+                    content: reply.content,
+                });
+                let turns_left = self
+                    .spec
+                    .max_turns
+                    .is_none_or(|max| self.totals.turns < max);
+                if self.children.outstanding() > 0 && turns_left {
+                    // Wait, spending nothing, and continue once with every outcome.
+                    self.waiting = Some(Instant::now());
+                } else if self.children.has_settled() && turns_left {
+                    self.waiting = Some(Instant::now());
+                    self.continue_with_outcomes(myself);
+                } else {
+                    self.finish_later(myself, ExitStatus::Ok, text);
+                }
+            }
+            StopReason::Other(s) => {
+                self.fail(
+                    myself,
+                    "malformed_response",
+                    &format!("unsupported stop_reason '{s}'"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn on_infer_error(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        turn: u32,
+        err: InferError,
+    ) {
+        self.emit(
+            TraceEvent::new("inference", Some(&self.task_event))
+                .with("turn", turn)
+                .with("task_id", &self.task_id)
+                .with("decision", "error")
+                .with("stop_reason", "error")
+                .with("tool_name", Value::Null)
+                .with("error_code", err.kind.as_str())
+                .with("error", truncate(&err.message, 2000))
+                .with_opt("provider_status", err.provider_status)
+                .with_opt("attempts", (err.attempts > 1).then_some(err.attempts))
+                .with_opt("retry_stopped", err.retry_stopped.as_deref()),
+        );
+        self.fail(myself, err.kind.as_str(), &err.message);
+    }
+
+    /// A pull or removal changed the inventory: record it, and offer the new tool array from
+    /// the next model call (with a `tools_refreshed` line before it).
+    pub(super) fn tools_changed(&mut self, change: crate::dispatcher::ToolsChange) {
+        if let Some(p) = change.pulled {
+            self.emit(
+                TraceEvent::new("artifact_pulled", Some(&self.session_event))
+                    .with("name", &p.name)
+                    .with("version", &p.version)
+                    .with("runtime", &p.runtime)
+                    .with("origin", &p.origin)
+                    .with(
+                        "session",
+                        (p.origin == "runtime").then_some(&self.spec.session_id),
+                    )
+                    .with(
+                        "trust",
+                        if p.origin == "runtime" {
+                            "untrusted"
+                        } else {
+                            "trusted"
+                        },
+                    )
+                    .with("fetched_from", &p.fetched_from)
+                    .with_opt("owner_id", p.owner_id),
+            );
+            self.spec.tools.retain(|t| t.name != p.tool.name);
+            self.spec.tools.push(p.tool);
+        }
+        if let Some(name) = change.removed {
+            self.spec.tools.retain(|t| t.name != name);
+            // A removed artifact hands its name back to a same-named shell binary.
+            if self.spec.grants.shell_allow.contains(&name) {
+                self.spec.tools.push(crate::provided::shell_tool(&name));
+            }
+        }
+        self.spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self.refresh_tools = true;
+    }
+
+    /// Rebuild the held tool array if the agent changed it; writes `tools_refreshed` when the
+    /// array the model is sent differs.
+    pub(super) fn refresh_tool_array(&mut self) {
+        if !std::mem::take(&mut self.refresh_tools) {
+            return;
+        }
+        let tools: Vec<ToolSpec> = self.spec.tools.iter().map(|t| t.spec()).collect();
+        if tools == *self.tools {
+            return;
+        }
+        let before: std::collections::BTreeSet<&str> =
+            self.tools.iter().map(|t| t.name.as_str()).collect();
+        let after: std::collections::BTreeSet<&str> =
+            tools.iter().map(|t| t.name.as_str()).collect();
+        let added: Vec<&str> = after.difference(&before).copied().collect();
+        let removed: Vec<&str> = before.difference(&after).copied().collect();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        self.emit(
+            TraceEvent::new("tools_refreshed", Some(&self.task_event))
+                .with("turn", self.totals.turns)
+                .with("task_id", &self.task_id)
+                .with("trigger", "agent")
+                .with("added", &added)
+                .with("removed", &removed)
+                .with("tools", &names),
+        );
+        let json = serde_json::to_vec(&tools).unwrap_or_default();
+        self.payload_bytes =
+            self.payload_bytes + json.len() - self.tools_bytes.min(self.payload_bytes);
+        self.tools_bytes = json.len();
+        if self.tools_sha.is_some() {
+            self.tools_sha = Some(sha256_hex(&json));
+        }
+        self.tools = Arc::new(tools);
+    }
+
+    pub(super) fn dispatch_next(&mut self, myself: &ActorRef<SessionMsg>) {
+        match self.pending.pop_front() {
+            Some(call) => {
+                let _ = self.dispatcher.send_message(DispatcherMsg::Dispatch(call));
+            }
+            None => self.start_turn(myself),
+        }
+    }
+
+    pub(super) fn on_tool_done(&mut self, myself: &ActorRef<SessionMsg>, d: Dispatched) {
+        if let Some(Effect::CallDenied(denied)) = &d.effect {
+            // Nothing ran: no tool_call or shell line, only the refusal.
+            self.emit(
+                TraceEvent::new("call_denied", Some(&self.turn_event))
+                    .with("turn", d.request.turn)
+                    .with("task_id", &self.task_id)
+                    .with("event", &denied.event)
+                    .with("hook_name", &denied.hook)
+                    .with("target", &denied.target)
+                    .with("reason", truncate(&denied.reason, 2000)),
+            );
+            let text = d.text().to_string();
+            self.push_message(Message::Tool {
+                tool_call_id: d.request.id,
+                is_error: true,
+                content: vec![ContentBlock::Text { text }],
+            });
+            self.dispatch_next(myself);
+            return;
+        }
+        let input_bytes = serde_json::to_vec(&d.request.input)
+            .map(|v| v.len())
+            .unwrap_or(0);
+        let (status, output_bytes, error, shell) = match &d.result {
+            CallResult::Ran {
+                status,
+                output_bytes,
+                shell,
+                ..
+            } => (
+                if *status == ExecStatus::Passed {
+                    "ok"
+                } else {
+                    "error"
+                },
+                *output_bytes,
+                None,
+                shell.clone(),
+            ),
+            CallResult::Refused { text } => ("error", 0, Some(truncate(text, 2000)), None),
+        };
+        let content = self.spec.capture == Capture::Content;
+        let ev = if d.kind == CallKind::Skill {
+            TraceEvent::new("skill_call", Some(&self.turn_event))
+                .with("turn", d.request.turn)
+                .with("task_id", &self.task_id)
+                .with("skill_name", &d.request.name)
+                .with("output_bytes", output_bytes)
+                .with("duration_ms", d.duration_ms)
+                .with("status", status)
+                .with_opt("error", error)
+        } else {
+            self.totals.tool_calls += 1;
+            TraceEvent::new("tool_call", Some(&self.turn_event))
+                .with("turn", d.request.turn)
+                .with("task_id", &self.task_id)
+                .with("tool_name", &d.request.name)
+                .with("tool_call_id", &d.request.id)
+                .with("input", crate::provided::redact_handles(&d.request.input))
+                .with("input_bytes", input_bytes)
+                .with_opt(
+                    "output",
+                    content.then(|| crate::provided::redact_handles_text(d.text())),
+                )
+                .with("output_bytes", output_bytes)
+                .with("duration_ms", d.duration_ms)
+                .with("status", status)
+                .with_opt("error", error)
+        };
+        self.emit(ev);
+        if let Some(sh) = shell {
+            self.totals.shell_calls += 1;
+            self.emit(
+                TraceEvent::new("shell", Some(&self.turn_event))
+                    .with("turn", d.request.turn)
+                    .with("task_id", &self.task_id)
+                    .with("binary", &sh.binary)
+                    .with("command", crate::provided::redact_handles_text(&sh.command))
+                    .with("exit_code", sh.exit_code)
+                    .with("stdout_bytes", sh.stdout_bytes)
+                    .with("stderr_bytes", sh.stderr_bytes)
+                    .with("duration_ms", d.duration_ms),
+            );
+        }
+        let is_error = d.is_error();
+        let Dispatched {
+            request,
+            result,
+            effect,
+            ..
+        } = d;
+        match effect {
+            Some(Effect::DelegationStarted {
+                started,
+                capsule,
+                version,
+            }) => {
+                self.emit(
+                    TraceEvent::new("delegation_start", Some(&self.session_event))
+                        .with("delegation_id", &started.delegation_id)
+                        .with("capsule", &capsule)
+                        .with("version", &version)
+                        .with("child_session_id", &started.session_id)
+                        .with("child_workdir", started.workdir.display().to_string())
+                        .with(
+                            "child_records_dir",
+                            started.records_dir.display().to_string(),
+                        ),
+                );
+                self.children.started(&started, &capsule, &version);
+                let delegation_id = started.delegation_id.clone();
+                myself.send_after(self.spec.delegation_deadline, move || {
+                    SessionMsg::DelegationDeadline { delegation_id }
+                });
+            }
+            Some(Effect::DelegationRefused {
+                capsule,
+                version,
+                reason,
+            }) => self.emit(
+                TraceEvent::new("delegation", Some(&self.session_event))
+                    .with("capsule", capsule)
+                    .with("version", version)
+                    .with("delegation_id", Value::Null)
+                    .with("child_session_id", Value::Null)
+                    .with("duration_ms", 0)
+                    .with("outcome", "refused")
+                    .with("reason", reason),
+            ),
+            Some(Effect::ToolsChanged(change)) => self.tools_changed(*change),
+            Some(Effect::CallDenied(_)) | None => {}
+        }
+        let text = match result {
+            CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
+        };
+        self.push_message(Message::Tool {
+            tool_call_id: request.id,
+            is_error,
+            content: vec![ContentBlock::Text { text }],
+        });
+        self.dispatch_next(myself);
+    }
+}
+
+/// Run one model call in a task of its own; its answer comes back as `InferDone` (or `Crash`
+/// when the driver panics), so the Session's mailbox never waits on a model.
+pub(super) fn spawn_infer(
+    me: ActorRef<SessionMsg>,
+    driver: Arc<dyn crate::model::ModelDriver>,
+    request: InferRequest,
+    turn: u32,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let sink = SessionRetrySink {
+            session: me.clone(),
+            turn,
+        };
+        let call = std::panic::AssertUnwindSafe(driver.infer(&request, &sink));
+        match futures::FutureExt::catch_unwind(call).await {
+            Ok(result) => {
+                drop(request);
+                let _ = me.send_message(SessionMsg::InferDone { turn, result });
+            }
+            Err(panic) => {
+                let text = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "the model driver panicked".into());
+                let _ = me.send_message(SessionMsg::Crash(text));
+            }
+        }
+    })
+}
