@@ -19,6 +19,15 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+mod delegate;
+mod gate;
+mod table;
+
+use delegate::delegate;
+pub use delegate::DelegateCtx;
+pub use gate::{CallGate, Denied};
+pub use table::{missing_required, Route, ToolTable};
+
 use crate::delegation::{ChildRequest, DelegationOutcome, StartedChild};
 use crate::fence;
 use crate::ids;
@@ -193,15 +202,6 @@ pub struct DispatcherArgs {
 /// The per-session dispatch actor.
 pub struct Dispatcher;
 
-/// What a call can be routed to: the held tools, the grants and the executors. Shared with a
-/// running plan, whose steps route through the same table.
-pub struct ToolTable {
-    tools: HashMap<String, Arc<ToolDecl>>,
-    grants: Grants,
-    executors: Executors,
-    paths: SessionPaths,
-}
-
 /// The Dispatcher's state.
 pub struct DispatcherState {
     registry: Option<ActorRef<RegistryMsg>>,
@@ -215,134 +215,6 @@ pub struct DispatcherState {
     session: ActorRef<SessionMsg>,
     running: Option<JoinHandle<()>>,
     plan_cancel: Option<watch::Sender<bool>>,
-}
-
-/// Where a call goes.
-#[derive(Clone)]
-pub enum Route {
-    /// A runtime-provided tool.
-    Runtime(&'static str),
-    /// An executor runs it.
-    Exec(Arc<ToolDecl>, CallKind),
-    /// Refused with this sentence.
-    Refuse(String),
-}
-
-impl ToolTable {
-    /// The session's folders.
-    pub fn paths(&self) -> &SessionPaths {
-        &self.paths
-    }
-
-    /// The session's grants.
-    pub fn grants(&self) -> &Grants {
-        &self.grants
-    }
-
-    /// Decide where `name` goes, in precedence order.
-    pub fn route(&self, name: &str) -> Route {
-        if let Some(rt) = RUNTIME_TOOLS.iter().find(|t| **t == name) {
-            // Held (so granted) and answered by an edge executor: run it like any tool.
-            if let Some(t) = self.tools.get(name) {
-                if self.executors.runtime.contains_key(name) {
-                    return Route::Exec(t.clone(), CallKind::Tool);
-                }
-            }
-            return Route::Runtime(rt);
-        }
-        let held = self.tools.get(name);
-        if let Some(t) = held {
-            if matches!(t.kind, ToolKind::Native { .. }) {
-                return Route::Exec(t.clone(), CallKind::Tool);
-            }
-        }
-        if self.grants.shell_allow.iter().any(|b| b == name) {
-            let decl = match held {
-                Some(t) if matches!(t.kind, ToolKind::Shell { .. }) => t.clone(),
-                _ => Arc::new(ToolDecl {
-                    name: name.to_string(),
-                    full_name: None,
-                    version: "0.0.0".into(),
-                    description: String::new(),
-                    input_schema: serde_json::json!({"type":"object"}),
-                    kind: ToolKind::Shell {
-                        binary: name.to_string(),
-                    },
-                    origin: ToolOrigin::Provided,
-                }),
-            };
-            return Route::Exec(decl, CallKind::Shell);
-        }
-        match held {
-            Some(t) if matches!(t.kind, ToolKind::Skill { .. }) => {
-                Route::Exec(t.clone(), CallKind::Skill)
-            }
-            Some(t) if matches!(t.kind, ToolKind::Shell { .. }) => Route::Refuse(format!(
-                "binary '{name}' is not in capabilities.shell.allow"
-            )),
-            _ => Route::Refuse(format!(
-                "tool '{name}' is not declared in manifest allowlist"
-            )),
-        }
-    }
-
-    /// The answer of a runtime-provided tool whose grant is absent, or `None` when granted.
-    pub fn runtime_refusal(&self, tool: &str, input: &Value) -> Option<String> {
-        let artifact = input
-            .get("artifact")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let missing = match tool {
-            "share-file" if !self.grants.peer_files_export => {
-                "'share-file' needs an exports.peer_files block in murmur.yaml; this capsule declares none".to_string()
-            }
-            "fetch-peer-file" if self.grants.peer_fetch_allow.is_empty() => {
-                "'fetch-peer-file' needs a capabilities.peer_fetch.allow list in murmur.yaml; this capsule declares none".to_string()
-            }
-            "delegate-task" if self.grants.spawn_allow.is_empty() => {
-                "'delegate-task' needs a capabilities.spawn.allow list in murmur.yaml; this capsule declares none".to_string()
-            }
-            "submit-plan" if !self.grants.plan_submit => {
-                "'submit-plan' needs a capabilities.plan.submit: true declaration in murmur.yaml; this capsule declares none".to_string()
-            }
-            "pull-artifact" if !self.grants.install => format!(
-                "not-granted: this capsule declares no capabilities.install, so pulling '{artifact}' is refused"
-            ),
-            "remove-artifact" if !self.grants.install => format!(
-                "not-granted: this capsule declares no capabilities.install, so removing '{artifact}' is refused"
-            ),
-            _ => return None,
-        };
-        Some(missing)
-    }
-
-    /// The executor for a tool.
-    pub fn executor(&self, tool: &ToolDecl) -> Arc<dyn ToolExecutor> {
-        match &tool.kind {
-            ToolKind::Shell { .. } => self.executors.shell.clone(),
-            ToolKind::Skill { .. } => self.executors.skill.clone(),
-            ToolKind::Runtime => self
-                .executors
-                .runtime
-                .get(&tool.name)
-                .cloned()
-                .unwrap_or_else(|| self.executors.native.clone()),
-            ToolKind::Native { .. } => self.executors.native.clone(),
-        }
-    }
-
-    /// A trace sink for calls whose lines hang off `parent`.
-    pub fn sink(trace: &ActorRef<TraceMsg>, parent: &str) -> crate::tool::TraceSink {
-        let trace = trace.clone();
-        let parent = parent.to_string();
-        Arc::new(move |mut e: crate::trace::TraceEvent| {
-            if e.parent_id.is_none() {
-                e.parent_id = Some(parent.clone());
-            }
-            let _ = trace.send_message(TraceMsg::Append(e));
-        })
-    }
 }
 
 impl DispatcherState {
@@ -636,49 +508,6 @@ pub struct ToolsChange {
     pub removed: Option<String>,
 }
 
-/// A policy hook's refusal of one call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Denied {
-    /// The hook that refused.
-    pub hook: String,
-    /// `on-tool-call` or `on-shell`.
-    pub event: String,
-    /// The tool name, or the resolved binary for shell calls.
-    pub target: String,
-    /// Its reason (or the runtime's, when the hook failed: fail closed).
-    pub reason: String,
-}
-
-/// Decides on every call before it runs (policy hooks bound `on-tool-call` with
-/// `commit_policy: deny`). Implementations fail closed: any error is a refusal.
-#[async_trait::async_trait]
-pub trait CallGate: Send + Sync {
-    /// `None` lets the call proceed; `Some` refuses it.
-    async fn decide(&self, call: &CallRequest, turn: u32) -> Option<Denied>;
-}
-
-/// The refusal for input missing fields the tool's schema requires, if any.
-pub fn missing_required(tool: &ToolDecl, input: &Value) -> Option<String> {
-    let required = tool.input_schema.get("required")?.as_array()?;
-    let missing: Vec<&str> = required
-        .iter()
-        .filter_map(Value::as_str)
-        .filter(|k| input.get(*k).is_none_or(Value::is_null))
-        .collect();
-    if missing.is_empty() {
-        return None;
-    }
-    let quoted: Vec<String> = missing.iter().map(|k| format!("\"{k}\"")).collect();
-    let all: Vec<&str> = required.iter().filter_map(Value::as_str).collect();
-    Some(format!(
-        "{}: missing required field(s) {}\n\nThis call did not run. {}'s input_schema requires: {}.",
-        tool.name,
-        quoted.join(", "),
-        tool.name,
-        all.join(", ")
-    ))
-}
-
 #[ractor::async_trait]
 impl Actor for Dispatcher {
     type Msg = DispatcherMsg;
@@ -797,169 +626,5 @@ impl Actor for Dispatcher {
             h.abort();
         }
         Ok(())
-    }
-}
-
-/// What a delegation needs to know about the delegating session.
-#[derive(Clone)]
-pub struct DelegateCtx {
-    session_id: String,
-    depth: u32,
-    supervisor: Option<ActorRef<SupervisorMsg>>,
-    session: ActorRef<SessionMsg>,
-    spawn_allow: Vec<String>,
-    parent_grants: Grants,
-    records_dir: std::path::PathBuf,
-    deadline: std::time::Duration,
-}
-
-impl DelegateCtx {
-    /// The full name `spawn.allow` grants for a bare (or full) capsule name.
-    pub fn full_name(&self, capsule: &str) -> Option<&str> {
-        self.spawn_allow
-            .iter()
-            .find(|f| bare(f) == capsule || f.as_str() == capsule)
-            .map(String::as_str)
-    }
-
-    /// The delegating session's id.
-    pub fn session_id(&self) -> &str {
-        &self.session_id
-    }
-
-    /// How long a waiting plan step gives a child.
-    pub fn deadline(&self) -> std::time::Duration {
-        self.deadline
-    }
-
-    /// Ask the Supervisor for a child of this session. With `waiter`, the child's outcome goes
-    /// there (a plan step waiting for it) instead of to the session.
-    pub async fn start(
-        &self,
-        full: &str,
-        version: &str,
-        task: &str,
-        waiter: Option<oneshot::Sender<DelegationOutcome>>,
-    ) -> Result<StartedChild, String> {
-        let Some(supervisor) = &self.supervisor else {
-            return Err("delegation is not available in this process".into());
-        };
-        let session_id = ids::session_id();
-        let records = self.records_dir.join("children").join(&session_id);
-        let request = ChildRequest {
-            capsule: full.to_string(),
-            version: version.to_string(),
-            task: task.to_string(),
-            session_id,
-            delegation_id: ids::mint("dlg_"),
-            parent_session_id: self.session_id.clone(),
-            parent_grants: self.parent_grants.clone(),
-            paths: SessionPaths {
-                workdir: records.clone(),
-                records_dir: records,
-            },
-            depth: self.depth + 1,
-        };
-        let answer = ractor::call!(supervisor, |reply| SupervisorMsg::SpawnChild {
-            request: Box::new(request),
-            parent: self.session.clone(),
-            waiter,
-            reply
-        });
-        match answer {
-            Ok(r) => r,
-            Err(e) => Err(format!("the runtime did not answer: {e}")),
-        }
-    }
-
-    /// Tell the Supervisor a child is gone without a report (a crash seen by a waiting step).
-    pub fn forget(&self, session_id: &str) {
-        if let Some(sup) = &self.supervisor {
-            let _ = sup.send_message(SupervisorMsg::ChildGone {
-                session_id: session_id.to_string(),
-            });
-        }
-    }
-
-    /// The names this session may delegate to, bare.
-    pub fn bare_names(&self) -> Vec<&str> {
-        self.spawn_allow.iter().map(|f| bare(f)).collect()
-    }
-}
-
-fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
-    match input.get(key).and_then(Value::as_str) {
-        Some(s) if !s.trim().is_empty() => Ok(s),
-        _ => Err(format!("'delegate-task' requires a non-empty '{key}'")),
-    }
-}
-
-/// Run one `delegate-task` call: validate, ask the Supervisor for the child, answer.
-async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, Option<Effect>) {
-    let asked_capsule = input.get("capsule").and_then(Value::as_str).unwrap_or("");
-    let asked_version = input.get("version").and_then(Value::as_str).unwrap_or("");
-    let refused = |reason: String, capsule: String| {
-        (
-            CallResult::Refused {
-                text: reason.clone(),
-            },
-            Some(Effect::DelegationRefused {
-                capsule,
-                version: asked_version.to_string(),
-                reason,
-            }),
-        )
-    };
-    if !input.is_object() {
-        return refused(
-            "'delegate-task' expects a JSON object as its input".into(),
-            asked_capsule.into(),
-        );
-    }
-    let fields = (
-        required_str(input, "capsule"),
-        required_str(input, "version"),
-        required_str(input, "task"),
-    );
-    let (capsule, version, task) = match fields {
-        (Ok(c), Ok(v), Ok(t)) => (c, v, t),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            return refused(e, asked_capsule.into())
-        }
-    };
-    let Some(full) = ctx.full_name(capsule).map(str::to_string) else {
-        return refused(
-            format!(
-                "'{capsule}' is not in capabilities.spawn.allow; this capsule may delegate to: {}",
-                ctx.bare_names().join(", ")
-            ),
-            capsule.into(),
-        );
-    };
-    match ctx.start(&full, version, task, None).await {
-        Ok(started) => {
-            let data = serde_json::json!({
-                "delegation_id": started.delegation_id,
-                "session_id": started.session_id,
-                "capsule": bare(&full),
-                "version": version,
-                "status": "started",
-                "child_workdir": started.workdir.display().to_string(),
-            });
-            (
-                CallResult::Ran {
-                    status: ExecStatus::Passed,
-                    output_bytes: data.to_string().len() as u64,
-                    text: fence::fence("tool:delegate-task", &data.to_string()),
-                    shell: None,
-                },
-                Some(Effect::DelegationStarted {
-                    started,
-                    capsule: full,
-                    version: version.to_string(),
-                }),
-            )
-        }
-        Err(reason) => refused(reason, full),
     }
 }

@@ -1,0 +1,167 @@
+//! `delegate-task`: validating the call and asking the Supervisor for a child.
+
+use super::*;
+
+/// What a delegation needs to know about the delegating session.
+#[derive(Clone)]
+pub struct DelegateCtx {
+    pub(super) session_id: String,
+    pub(super) depth: u32,
+    pub(super) supervisor: Option<ActorRef<SupervisorMsg>>,
+    pub(super) session: ActorRef<SessionMsg>,
+    pub(super) spawn_allow: Vec<String>,
+    pub(super) parent_grants: Grants,
+    pub(super) records_dir: std::path::PathBuf,
+    pub(super) deadline: std::time::Duration,
+}
+
+impl DelegateCtx {
+    /// The full name `spawn.allow` grants for a bare (or full) capsule name.
+    pub fn full_name(&self, capsule: &str) -> Option<&str> {
+        self.spawn_allow
+            .iter()
+            .find(|f| bare(f) == capsule || f.as_str() == capsule)
+            .map(String::as_str)
+    }
+
+    /// The delegating session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// How long a waiting plan step gives a child.
+    pub fn deadline(&self) -> std::time::Duration {
+        self.deadline
+    }
+
+    /// Ask the Supervisor for a child of this session. With `waiter`, the child's outcome goes
+    /// there (a plan step waiting for it) instead of to the session.
+    pub async fn start(
+        &self,
+        full: &str,
+        version: &str,
+        task: &str,
+        waiter: Option<oneshot::Sender<DelegationOutcome>>,
+    ) -> Result<StartedChild, String> {
+        let Some(supervisor) = &self.supervisor else {
+            return Err("delegation is not available in this process".into());
+        };
+        let session_id = ids::session_id();
+        let records = self.records_dir.join("children").join(&session_id);
+        let request = ChildRequest {
+            capsule: full.to_string(),
+            version: version.to_string(),
+            task: task.to_string(),
+            session_id,
+            delegation_id: ids::mint("dlg_"),
+            parent_session_id: self.session_id.clone(),
+            parent_grants: self.parent_grants.clone(),
+            paths: SessionPaths {
+                workdir: records.clone(),
+                records_dir: records,
+            },
+            depth: self.depth + 1,
+        };
+        let answer = ractor::call!(supervisor, |reply| SupervisorMsg::SpawnChild {
+            request: Box::new(request),
+            parent: self.session.clone(),
+            waiter,
+            reply
+        });
+        match answer {
+            Ok(r) => r,
+            Err(e) => Err(format!("the runtime did not answer: {e}")),
+        }
+    }
+
+    /// Tell the Supervisor a child is gone without a report (a crash seen by a waiting step).
+    pub fn forget(&self, session_id: &str) {
+        if let Some(sup) = &self.supervisor {
+            let _ = sup.send_message(SupervisorMsg::ChildGone {
+                session_id: session_id.to_string(),
+            });
+        }
+    }
+
+    /// The names this session may delegate to, bare.
+    pub fn bare_names(&self) -> Vec<&str> {
+        self.spawn_allow.iter().map(|f| bare(f)).collect()
+    }
+}
+
+fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
+    match input.get(key).and_then(Value::as_str) {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        _ => Err(format!("'delegate-task' requires a non-empty '{key}'")),
+    }
+}
+
+/// Run one `delegate-task` call: validate, ask the Supervisor for the child, answer.
+pub(super) async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, Option<Effect>) {
+    let asked_capsule = input.get("capsule").and_then(Value::as_str).unwrap_or("");
+    let asked_version = input.get("version").and_then(Value::as_str).unwrap_or("");
+    let refused = |reason: String, capsule: String| {
+        (
+            CallResult::Refused {
+                text: reason.clone(),
+            },
+            Some(Effect::DelegationRefused {
+                capsule,
+                version: asked_version.to_string(),
+                reason,
+            }),
+        )
+    };
+    if !input.is_object() {
+        return refused(
+            "'delegate-task' expects a JSON object as its input".into(),
+            asked_capsule.into(),
+        );
+    }
+    let fields = (
+        required_str(input, "capsule"),
+        required_str(input, "version"),
+        required_str(input, "task"),
+    );
+    let (capsule, version, task) = match fields {
+        (Ok(c), Ok(v), Ok(t)) => (c, v, t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            return refused(e, asked_capsule.into())
+        }
+    };
+    let Some(full) = ctx.full_name(capsule).map(str::to_string) else {
+        return refused(
+            format!(
+                "'{capsule}' is not in capabilities.spawn.allow; this capsule may delegate to: {}",
+                ctx.bare_names().join(", ")
+            ),
+            capsule.into(),
+        );
+    };
+    match ctx.start(&full, version, task, None).await {
+        Ok(started) => {
+            let data = serde_json::json!({
+                "delegation_id": started.delegation_id,
+                "session_id": started.session_id,
+                "capsule": bare(&full),
+                "version": version,
+                "status": "started",
+                "child_workdir": started.workdir.display().to_string(),
+            });
+            (
+                CallResult::Ran {
+                    status: ExecStatus::Passed,
+                    output_bytes: data.to_string().len() as u64,
+                    text: fence::fence("tool:delegate-task", &data.to_string()),
+                    shell: None,
+                },
+                Some(Effect::DelegationStarted {
+                    started,
+                    capsule: full,
+                    version: version.to_string(),
+                }),
+            )
+        }
+        Err(reason) => refused(reason, full),
+    }
+}
