@@ -1,8 +1,8 @@
 //! Staging: the files a session's folder holds before its first model call.
 //!
 //! One `tools/<name>/murmur.yaml` per held tool (seed 000: the grant is the tool's existence, so
-//! a tool without a grant gets no folder at all), `MURMUR.md` listing the inventory, `task.md`,
-//! and the `out/` folder the result goes to. Artifact tools arrive already staged by the `mur`
+//! a tool without a grant gets no folder at all), `MURMUR.md` listing the inventory (when there
+//! is one), `task.md`, and the `out/` folder the result goes to. Artifact tools arrive already staged by the `mur`
 //! crate (their own manifest and payload); runtime-written tools get a manifest with
 //! `version: 0.0.0`, `runtime: tool`, `implementation: native`.
 
@@ -51,7 +51,11 @@ pub fn stage(records_dir: &Path, tools: &[ToolDecl], task: &str, capsule: &str) 
         std::fs::write(&manifest, provided_manifest_yaml(tool))?;
     }
     std::fs::write(records_dir.join("task.md"), task)?;
-    std::fs::write(records_dir.join("MURMUR.md"), murmur_md(tools, capsule))?;
+    // MURMUR.md describes the inventory for a model that can read files; a session holding no
+    // tool has nothing to list and no way to read it.
+    if !tools.is_empty() {
+        std::fs::write(records_dir.join("MURMUR.md"), murmur_md(tools, capsule))?;
+    }
     Ok(())
 }
 
