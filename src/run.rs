@@ -76,6 +76,18 @@ pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diag
         })?;
         return non_empty(text, &path.display().to_string());
     }
+    if !task.contains(char::is_whitespace) && Path::new(task).extension().is_some() {
+        eprintln!(
+            "{}",
+            Diagnostic::warning(
+                "W-RUN-002",
+                format!(
+                    "--task '{task}' is not a file here; sending it to the model as the task text"
+                )
+            )
+            .with_hint("pass an existing file, or the task itself as text")
+        );
+    }
     non_empty(task.to_string(), "--task")
 }
 

@@ -134,6 +134,10 @@ fn a_missing_script_file_and_an_empty_task_are_clear_errors() {
     );
 
     p.write("script.yaml", "turns:\n  - say: hi\n");
+    let out = p.mur(&["run", "--task", "tsk.md"]);
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("warning[W-RUN-002]: --task 'tsk.md' is not a file here"));
+    std::fs::remove_dir_all(p.path().join("workdir")).unwrap();
     p.write("empty.md", "  \n");
     let out = p.mur(&["run", "--task", "empty.md"]);
     assert_eq!(out.status.code(), Some(1));
