@@ -151,21 +151,15 @@ fn syncfs(file: &File) -> std::io::Result<()> {
     }
 }
 
-impl TraceWriterState {
-    /// The open file, creating it (and its folder) on first use.
-    fn open(&mut self) -> std::io::Result<&mut File> {
-        if self.file.is_none() {
-            if let Some(dir) = self.path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?;
-            self.file = Some(f);
-        }
-        Ok(self.file.as_mut().expect("opened above"))
+/// Create (or open for appending) a trace file and its folder.
+fn open_trace(path: &std::path::Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
     }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
 }
 
 #[ractor::async_trait]
@@ -196,7 +190,23 @@ impl Actor for TraceWriter {
         match msg {
             TraceMsg::Append(event) => {
                 let line = event.to_line(&state.session_id);
-                let written = state.open().and_then(|f| f.write_all(line.as_bytes()));
+                if state.file.is_none() && state.error.is_none() {
+                    // Creating the file (and its folder) may wait on the filesystem: do it on
+                    // the blocking pool, not on a runtime thread.
+                    let path = state.path.clone();
+                    match tokio::task::spawn_blocking(move || open_trace(&path)).await {
+                        Ok(Ok(f)) => state.file = Some(f),
+                        Ok(Err(e)) => {
+                            state.error =
+                                Some(format!("trace write failed: {}: {e}", state.path.display()))
+                        }
+                        Err(e) => state.error = Some(format!("trace write failed: {e}")),
+                    }
+                }
+                let written = match state.file.as_mut() {
+                    Some(f) => f.write_all(line.as_bytes()),
+                    None => Ok(()),
+                };
                 if let Err(e) = written {
                     if state.error.is_none() {
                         state.error =

@@ -256,24 +256,29 @@ impl SessionState {
     }
 
     /// Create the session's folders and staged files.
-    pub(super) fn stage(&self) -> Result<(), String> {
-        let paths = &self.spec.paths;
-        let dirs: &[&std::path::PathBuf] = if paths.workdir == paths.records_dir {
-            &[&paths.records_dir]
-        } else {
-            &[&paths.records_dir, &paths.workdir]
+    /// Runs on the blocking pool: creating files can take milliseconds on a busy filesystem,
+    /// and a runtime thread blocked on it would delay every other session.
+    pub(super) async fn stage(&mut self) -> Result<(), String> {
+        let paths = self.spec.paths.clone();
+        let tools = self.spec.tools.clone();
+        let task = self.spec.task.clone();
+        let capsule = self.spec.capsule_name.clone();
+        let work = move || {
+            let dirs: &[&std::path::PathBuf] = if paths.workdir == paths.records_dir {
+                &[&paths.records_dir]
+            } else {
+                &[&paths.records_dir, &paths.workdir]
+            };
+            for dir in dirs {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            staging::stage(&paths.records_dir, &tools, &task, &capsule)
+                .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))
         };
-        for dir in dirs {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        staging::stage(
-            &paths.records_dir,
-            &self.spec.tools,
-            &self.spec.task,
-            &self.spec.capsule_name,
-        )
-        .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))
+        tokio::task::spawn_blocking(work)
+            .await
+            .unwrap_or_else(|e| Err(format!("staging stopped: {e}")))
     }
 
     pub(super) fn push_message(&mut self, message: Message) {
@@ -574,14 +579,14 @@ impl Actor for Session {
                 // The first model call goes out before the disk is touched; the files are
                 // staged while it is in flight (no tool runs before its reply is handled).
                 if state.spec.task.trim().is_empty() {
-                    let _ = state.stage();
+                    let _ = state.stage().await;
                     state.fail(&myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
                     return Ok(());
                 }
                 if !state.first_call_sent {
                     state.start_turn(&myself);
                 }
-                if let Err(e) = state.stage() {
+                if let Err(e) = state.stage().await {
                     if let Some(h) = state.in_flight.take() {
                         h.abort();
                     }
