@@ -2,9 +2,10 @@
 //!
 //! One `tools/<name>/murmur.yaml` per held tool (seed 000: the grant is the tool's existence, so
 //! a tool without a grant gets no folder at all), `MURMUR.md` listing the inventory (when there
-//! is one), `task.md`, and the `out/` folder the result goes to. Artifact tools arrive already staged by the `mur`
-//! crate (their own manifest and payload); runtime-written tools get a manifest with
-//! `version: 0.0.0`, `runtime: tool`, `implementation: native`.
+//! is one), `task.md` (for the root session), and the `out/` folder the result goes to.
+//! Artifact tools arrive already staged by the `mur` crate (their own manifest and payload);
+//! runtime-written tools get a manifest with `version: 0.0.0`, `runtime: tool`,
+//! `implementation: native`.
 
 use std::io;
 use std::path::Path;
@@ -27,8 +28,15 @@ pub fn is_component(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 
-/// Write the staged files for `tools` under `records_dir`; `task` goes to `task.md`.
-pub fn stage(records_dir: &Path, tools: &[ToolDecl], task: &str, capsule: &str) -> io::Result<()> {
+/// Write the staged files for `tools` under `records_dir`; `task`, when given, goes to `task.md`
+/// (the task of `mur run`; a delegated child's task is its first message, and the parent's
+/// trace records it).
+pub fn stage(
+    records_dir: &Path,
+    tools: &[ToolDecl],
+    task: Option<&str>,
+    capsule: &str,
+) -> io::Result<()> {
     let tools_dir = records_dir.join("tools");
     if !tools.is_empty() {
         std::fs::create_dir(&tools_dir).or_else(exists_ok)?;
@@ -50,7 +58,9 @@ pub fn stage(records_dir: &Path, tools: &[ToolDecl], task: &str, capsule: &str) 
         std::fs::create_dir(&dir).or_else(exists_ok)?;
         std::fs::write(&manifest, provided_manifest_yaml(tool))?;
     }
-    std::fs::write(records_dir.join("task.md"), task)?;
+    if let Some(task) = task {
+        std::fs::write(records_dir.join("task.md"), task)?;
+    }
     // MURMUR.md describes the inventory for a model that can read files; a session holding no
     // tool has nothing to list and no way to read it.
     if !tools.is_empty() {

@@ -261,7 +261,11 @@ impl SessionState {
     pub(super) async fn stage(&mut self) -> Result<(), String> {
         let paths = self.spec.paths.clone();
         let tools = self.spec.tools.clone();
-        let task = self.spec.task.clone();
+        let task = self
+            .spec
+            .spawned_by
+            .is_none()
+            .then(|| self.spec.task.clone());
         let capsule = self.spec.capsule_name.clone();
         let work = move || {
             let dirs: &[&std::path::PathBuf] = if paths.workdir == paths.records_dir {
@@ -273,7 +277,7 @@ impl SessionState {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
-            staging::stage(&paths.records_dir, &tools, &task, &capsule)
+            staging::stage(&paths.records_dir, &tools, task.as_deref(), &capsule)
                 .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))
         };
         tokio::task::spawn_blocking(work)
