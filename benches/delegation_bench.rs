@@ -23,7 +23,7 @@ use mur_actors::model::{
 };
 use mur_actors::provided;
 use mur_actors::session::{ExitStatus, SessionReport};
-use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec, SpawnedBy};
+use mur_actors::spec::{Grants, SessionPaths, SessionSpec, SpawnedBy};
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
 use ractor::Actor;
 
@@ -94,29 +94,15 @@ fn spec(
     paths: SessionPaths,
     task: String,
 ) -> SessionSpec {
-    SessionSpec {
+    SessionSpec::new(
         session_id,
-        capsule_name: name.into(),
-        capsule_version: "0.1.0".into(),
-        model: "scripted".into(),
+        name,
         driver,
-        max_turns: None,
-        max_tokens: 1024,
-        operator_prompt: None,
-        system_prompt_source: "none",
-        tools: provided::provided_tools(&grants),
         grants,
         task,
         paths,
-        executors: mur::tools::executors(Duration::from_secs(60)),
-        capture: Capture::Meta,
-        tool_refresh: "compaction".into(),
-        spawned_by: None,
-        depth: 0,
-        delegation_deadline: Duration::from_secs(600),
-        gate: None,
-        artifacts: None,
-    }
+        mur::tools::executors(Duration::from_secs(60)),
+    )
 }
 
 /// Children by full name: a shared driver each (built once, like the store resolver does).

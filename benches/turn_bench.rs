@@ -14,9 +14,8 @@ use async_trait::async_trait;
 use fake_provider::builders::openai;
 use fake_provider::{FakeProvider, Reply};
 use mur_actors::model::{InferError, InferReply, InferRequest, ModelDriver, RetrySink};
-use mur_actors::provided;
 use mur_actors::session::ExitStatus;
-use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec};
+use mur_actors::spec::{Grants, SessionPaths, SessionSpec};
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
 use ractor::Actor;
 
@@ -68,32 +67,22 @@ async fn run(turns: usize, dir: &std::path::Path) {
         shell_allow: vec!["bash".into()],
         ..Grants::default()
     };
-    let spec = SessionSpec {
-        session_id: id,
-        capsule_name: "turns".into(),
-        capsule_version: "0.1.0".into(),
-        model: "gpt-4.1".into(),
-        driver: driver.clone(),
-        max_turns: None,
-        max_tokens: 1024,
-        operator_prompt: Some("You are a benchmark.".into()),
-        system_prompt_source: "manifest",
-        tools: provided::provided_tools(&grants),
-        grants,
-        task: "Call noop until told otherwise.".into(),
-        paths: SessionPaths {
-            workdir: records.clone(),
-            records_dir: records,
-        },
-        executors: mur::tools::executors(Duration::from_secs(60)),
-        capture: Capture::Meta,
-        tool_refresh: "compaction".into(),
-        spawned_by: None,
-        depth: 0,
-        delegation_deadline: Duration::from_secs(600),
-        gate: None,
-        artifacts: None,
+    let paths = SessionPaths {
+        workdir: records.clone(),
+        records_dir: records,
     };
+    let mut spec = SessionSpec::new(
+        id,
+        "turns",
+        driver.clone(),
+        grants,
+        "Call noop until told otherwise.".into(),
+        paths,
+        mur::tools::executors(Duration::from_secs(60)),
+    );
+    spec.model = "gpt-4.1".into();
+    spec.operator_prompt = Some("You are a benchmark.".into());
+    spec.system_prompt_source = "manifest";
     let (sup, h) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
         .await
         .unwrap();

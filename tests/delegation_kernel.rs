@@ -13,7 +13,7 @@ use mur::drivers::script::ScriptDriver;
 use mur_actors::delegation::{CapsuleResolver, ChildRequest};
 use mur_actors::provided;
 use mur_actors::session::{ExitStatus, SessionReport};
-use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec, SpawnedBy};
+use mur_actors::spec::{Grants, SessionPaths, SessionSpec, SpawnedBy};
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
 use ractor::Actor;
 use serde_json::Value;
@@ -27,29 +27,18 @@ fn spec_for(
     task: String,
 ) -> SessionSpec {
     let driver = ScriptDriver::from_str(script, Path::new(&format!("{name}.yaml"))).unwrap();
-    SessionSpec {
+    let mut spec = SessionSpec::new(
         session_id,
-        capsule_name: name.into(),
-        capsule_version: "0.1.0".into(),
-        model: "scripted".into(),
-        driver: Arc::new(driver),
-        max_turns: Some(10),
-        max_tokens: 1024,
-        operator_prompt: None,
-        system_prompt_source: "none",
-        tools: provided::provided_tools(&grants),
+        name,
+        Arc::new(driver),
         grants,
         task,
         paths,
-        executors: mur::tools::executors(Duration::from_secs(30)),
-        capture: Capture::Meta,
-        tool_refresh: "compaction".into(),
-        spawned_by: None,
-        depth: 0,
-        delegation_deadline: Duration::from_millis(700),
-        gate: None,
-        artifacts: None,
-    }
+        mur::tools::executors(Duration::from_secs(30)),
+    );
+    spec.max_turns = Some(10);
+    spec.delegation_deadline = Duration::from_millis(700);
+    spec
 }
 
 /// Children by full name: their scripts and grants.

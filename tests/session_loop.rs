@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mur::drivers::script::ScriptDriver;
-use mur_actors::provided;
 use mur_actors::session::{ExitStatus, SessionReport};
-use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec};
+use mur_actors::spec::{Grants, SessionPaths, SessionSpec};
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
 use ractor::Actor;
 use serde_json::Value;
@@ -17,38 +16,26 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
     let driver = ScriptDriver::from_str(script, &dir.join("script.yaml")).unwrap();
     let session_id = mur_actors::ids::session_id();
     let records = dir.join("workdir").join(&session_id);
-    SessionSpec {
+    let grants = Grants {
+        shell_allow: shell_allow.iter().map(|s| s.to_string()).collect(),
+        ..Grants::default()
+    };
+    let paths = SessionPaths {
+        workdir: records.clone(),
+        records_dir: records,
+    };
+    let executors = mur::tools::executors(Duration::from_secs(30));
+    let mut spec = SessionSpec::new(
         session_id,
-        capsule_name: "loop-test".into(),
-        capsule_version: "0.1.0".into(),
-        model: "scripted".into(),
-        driver: Arc::new(driver),
-        max_turns,
-        max_tokens: 1024,
-        operator_prompt: None,
-        system_prompt_source: "none",
-        tools: shell_allow
-            .iter()
-            .map(|b| provided::shell_tool(b))
-            .collect(),
-        grants: Grants {
-            shell_allow: shell_allow.iter().map(|s| s.to_string()).collect(),
-            ..Grants::default()
-        },
-        task: "do the thing".into(),
-        paths: SessionPaths {
-            workdir: records.clone(),
-            records_dir: records,
-        },
-        executors: mur::tools::executors(Duration::from_secs(30)),
-        capture: Capture::Meta,
-        tool_refresh: "compaction".into(),
-        spawned_by: None,
-        depth: 0,
-        delegation_deadline: Duration::from_secs(600),
-        gate: None,
-        artifacts: None,
-    }
+        "loop-test",
+        Arc::new(driver),
+        grants,
+        "do the thing".into(),
+        paths,
+        executors,
+    );
+    spec.max_turns = max_turns;
+    spec
 }
 
 async fn run(spec: SessionSpec, cancel_after: Option<Duration>) -> SessionReport {

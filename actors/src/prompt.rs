@@ -53,7 +53,7 @@ pub fn system_prompt(spec: &SessionSpec) -> String {
 mod tests {
     use super::*;
     use crate::model::{InferError, InferReply, InferRequest, ModelDriver, RetrySink};
-    use crate::spec::{Capture, Grants, SessionPaths};
+    use crate::spec::{Grants, SessionPaths};
     use crate::tool::{ExecRequest, ExecResult, Executors, ToolExecutor};
     use std::sync::Arc;
 
@@ -80,37 +80,29 @@ mod tests {
 
     fn spec(grants: Grants, operator: Option<&str>) -> SessionSpec {
         let n = Arc::new(Nothing);
-        SessionSpec {
-            session_id: "ses_x".into(),
-            capsule_name: "cap".into(),
-            capsule_version: "1.2.3".into(),
-            model: "m".into(),
-            driver: n.clone(),
-            max_turns: Some(7),
-            max_tokens: 10,
-            operator_prompt: operator.map(str::to_string),
-            system_prompt_source: "manifest",
-            tools: vec![],
+        let executors = Executors {
+            shell: n.clone(),
+            native: n.clone(),
+            skill: n.clone(),
+            runtime: Default::default(),
+        };
+        let paths = SessionPaths {
+            workdir: "/w".into(),
+            records_dir: "/r".into(),
+        };
+        let mut spec = SessionSpec::new(
+            "ses_x".into(),
+            "cap",
+            n,
             grants,
-            task: "t".into(),
-            paths: SessionPaths {
-                workdir: "/w".into(),
-                records_dir: "/r".into(),
-            },
-            executors: Executors {
-                shell: n.clone(),
-                native: n.clone(),
-                skill: n,
-                runtime: Default::default(),
-            },
-            capture: Capture::Meta,
-            tool_refresh: "compaction".into(),
-            spawned_by: None,
-            depth: 0,
-            delegation_deadline: std::time::Duration::from_secs(1),
-            gate: None,
-            artifacts: None,
-        }
+            "t".into(),
+            paths,
+            executors,
+        );
+        spec.capsule_version = "1.2.3".into();
+        spec.max_turns = Some(7);
+        spec.operator_prompt = operator.map(str::to_string);
+        spec
     }
 
     #[test]

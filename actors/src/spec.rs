@@ -107,6 +107,47 @@ pub struct SessionSpec {
     pub artifacts: Option<Arc<dyn crate::registry::ArtifactSource>>,
 }
 
+impl SessionSpec {
+    /// A spec for embedding the kernel directly (tests, benches, other front ends): the
+    /// runtime-provided tools its `grants` give, version `0.1.0`, model `scripted`, no turn
+    /// cap, an 8192-token output cap, no system prompt, `meta` capture, the root of its tree,
+    /// a 600 s delegation deadline, no policy hooks and no pulls. Fields are public: change
+    /// what differs.
+    pub fn new(
+        session_id: String,
+        capsule_name: &str,
+        driver: Arc<dyn ModelDriver>,
+        grants: Grants,
+        task: String,
+        paths: SessionPaths,
+        executors: Executors,
+    ) -> SessionSpec {
+        SessionSpec {
+            session_id,
+            capsule_name: capsule_name.to_string(),
+            capsule_version: "0.1.0".into(),
+            model: "scripted".into(),
+            driver,
+            max_turns: None,
+            max_tokens: 8192,
+            operator_prompt: None,
+            system_prompt_source: "none",
+            tools: crate::provided::provided_tools(&grants),
+            grants,
+            task,
+            paths,
+            executors,
+            capture: Capture::Meta,
+            tool_refresh: "compaction".into(),
+            spawned_by: None,
+            depth: 0,
+            delegation_deadline: std::time::Duration::from_secs(600),
+            gate: None,
+            artifacts: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for SessionSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionSpec")
