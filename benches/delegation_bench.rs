@@ -9,6 +9,11 @@
 //!
 //! The real kernel, real trace files on disk, real drivers behind the driver trait: the parent
 //! and children play scripted turns, timed by a thin wrapper around the driver.
+//!
+//! Knobs: `MUR_BENCH_CHILDREN` (default 10000), `MUR_BENCH_PHASES` (any of
+//! `fan-out,latency,chain`), `MUR_BENCH_CHILD_DELAY_MS` (children wait before answering, so all
+//! are alive at once), `TMPDIR` (where the session folders go: the disk matters, see
+//! docs/architecture.md on ext4).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -186,6 +191,15 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The children's script: one answer, after `MUR_BENCH_CHILD_DELAY_MS` if set (then every
+/// child is alive at once, which shows the memory a live child costs).
+fn leaf_script() -> String {
+    match std::env::var("MUR_BENCH_CHILD_DELAY_MS") {
+        Ok(ms) => format!("turns:\n  - say: 'done {{{{task}}}}'\n    delay_ms: {ms}\n"),
+        Err(_) => "turns:\n  - say: 'done {{task}}'\n".to_string(),
+    }
+}
+
 async fn fan_out(n: usize, dir: &Path) {
     let mut calls = String::from("turns:\n  - call:\n");
     for i in 0..n {
@@ -201,10 +215,7 @@ async fn fan_out(n: usize, dir: &Path) {
     let children = Children {
         drivers: HashMap::from([(
             "bench/leaf".to_string(),
-            (
-                script("turns:\n  - say: 'done {{task}}'\n"),
-                Grants::default(),
-            ),
+            (script(&leaf_script()), Grants::default()),
         )]),
     };
     let (id, paths) = root_paths(dir);
@@ -225,6 +236,32 @@ async fn fan_out(n: usize, dir: &Path) {
         peak_rss_mib()
     );
     assert_eq!(ok, n, "every outcome delivered");
+    // Where the time went, from the parent's own trace (millisecond timestamps).
+    let ts = |kind: &str, last: bool| {
+        let mut it = trace
+            .lines()
+            .filter(|l| l.contains(&format!("\"event_type\":\"{kind}\"")))
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["timestamp"].as_u64());
+        if last {
+            it.next_back()
+        } else {
+            it.next()
+        }
+    };
+    if let (Some(t0), Some(started), Some(cont), Some(end)) = (
+        ts("session_start", false),
+        ts("delegation_start", true),
+        ts("task_continued", false),
+        ts("session_end", true),
+    ) {
+        println!(
+            "  phases: all {n} started after {} ms, all outcomes in after {} ms, done after {} ms",
+            started - t0,
+            cont - t0,
+            end - t0
+        );
+    }
 }
 
 async fn latency(samples: usize, dir: &Path) {
@@ -321,9 +358,18 @@ fn main() {
         .unwrap();
     mur::launch::raise_nofile_limit();
     let dir = tempfile::tempdir().unwrap();
+    let phases =
+        std::env::var("MUR_BENCH_PHASES").unwrap_or_else(|_| "fan-out,latency,chain".into());
+    let on = |p: &str| phases.split(',').any(|x| x.trim() == p);
     rt.block_on(async {
-        fan_out(n, dir.path()).await;
-        latency(1000, dir.path()).await;
-        chain(8, dir.path()).await;
+        if on("fan-out") {
+            fan_out(n, dir.path()).await;
+        }
+        if on("latency") {
+            latency(1000, dir.path()).await;
+        }
+        if on("chain") {
+            chain(8, dir.path()).await;
+        }
     });
 }

@@ -1,6 +1,6 @@
 //! Runtime overhead per turn, the whole loop: `cargo bench --bench turn_bench`.
 //!
-//! A real session (Supervisor, Session, Dispatcher, TraceWriter, trace on disk) talks to the
+//! A real session (Supervisor, Session, Dispatcher, trace on disk) talks to the
 //! fake provider on loopback through the real OpenAI driver (Chat Completions, JSON replies).
 //! Each turn the model calls a tool the capsule does not have (the refusal needs no subprocess,
 //! so no tool's own time is counted) and the next turn follows. Per turn, the overhead is the

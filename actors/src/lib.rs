@@ -3,12 +3,14 @@
 //! No HTTP, no CLI, no YAML here: the edges (drivers, executors, stores) live in the `mur`
 //! crate and reach the kernel only through the traits in [`model`] and [`tool`]. The actors:
 //! [`supervisor::Supervisor`] (one per process), [`session::Session`] (one per capsule),
-//! [`dispatcher::Dispatcher`] (one per session), [`trace::TraceWriter`] (one per trace file) and
-//! [`registry::Registry`] (one per process, the only writer of `murmur.lock`).
+//! [`dispatcher::Dispatcher`] (one per session) and [`registry::Registry`] (one per process, the
+//! only writer of `murmur.lock`). Not an actor: [`trace::TraceWriter`], the shared handle that
+//! writes one trace file.
 
 pub mod delegation;
 pub mod dispatcher;
 pub mod fence;
+pub mod file_lane;
 pub mod ids;
 pub mod model;
 pub mod plan;

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ractor::ActorRef;
 use serde_json::Value;
 
 use crate::delegation::{OutcomeStatus, MAX_ANSWER_BYTES};
@@ -16,7 +15,7 @@ use crate::dispatcher::{missing_required, DelegateCtx, Route, ToolTable};
 use crate::plan::{StepOutcome, StepRunner};
 use crate::session::truncate;
 use crate::tool::{ExecRequest, ExecStatus};
-use crate::trace::{TraceEvent, TraceMsg};
+use crate::trace::{TraceEvent, TraceWriter};
 
 /// The session side of a running plan.
 pub struct PlanSteps {
@@ -25,14 +24,14 @@ pub struct PlanSteps {
     /// How capsule steps start children.
     pub delegation: DelegateCtx,
     /// The session's trace.
-    pub trace: ActorRef<TraceMsg>,
+    pub trace: TraceWriter,
     /// The session's `session_start` id (delegation lines hang off it).
     pub session_event: String,
 }
 
 impl PlanSteps {
     fn emit(&self, e: TraceEvent) {
-        let _ = self.trace.send_message(TraceMsg::Append(e));
+        self.trace.append(e);
     }
 
     fn delegation_line(

@@ -42,7 +42,7 @@ use crate::tool::{
     ExecRequest, ExecStatus, Executors, ShellFacts, ToolDecl, ToolExecutor, ToolKind, ToolOrigin,
     RUNTIME_TOOLS,
 };
-use crate::trace::TraceMsg;
+use crate::trace::TraceWriter;
 
 /// One call the Session wants run.
 #[derive(Clone, Debug)]
@@ -182,7 +182,7 @@ pub struct DispatcherArgs {
     /// The process Supervisor, which starts children; `None` refuses delegations.
     pub supervisor: Option<ActorRef<SupervisorMsg>>,
     /// The session's trace writer (plan and plan-delegation lines).
-    pub trace: ActorRef<TraceMsg>,
+    pub trace: TraceWriter,
     /// The session's `session_start` event id.
     pub session_event: String,
     /// `lifecycle.delegation_deadline_secs`, for plan capsule steps that wait.
@@ -210,7 +210,7 @@ pub struct DispatcherState {
     gate: Option<Arc<dyn CallGate>>,
     table: Arc<ToolTable>,
     delegation: DelegateCtx,
-    trace: ActorRef<TraceMsg>,
+    trace: TraceWriter,
     session_event: String,
     session: ActorRef<SessionMsg>,
     running: Option<JoinHandle<()>>,

@@ -127,14 +127,14 @@ impl ToolTable {
     }
 
     /// A trace sink for calls whose lines hang off `parent`.
-    pub fn sink(trace: &ActorRef<TraceMsg>, parent: &str) -> crate::tool::TraceSink {
+    pub fn sink(trace: &TraceWriter, parent: &str) -> crate::tool::TraceSink {
         let trace = trace.clone();
         let parent = parent.to_string();
         Arc::new(move |mut e: crate::trace::TraceEvent| {
             if e.parent_id.is_none() {
                 e.parent_id = Some(parent.clone());
             }
-            let _ = trace.send_message(TraceMsg::Append(e));
+            trace.append(e);
         })
     }
 }

@@ -35,11 +35,18 @@ impl SessionState {
         }
         let _ = self.dispatcher.send_message(DispatcherMsg::CancelAll);
         self.end_children(status);
+        // The result file exists before `task_end` is written.
         let out = self.spec.paths.records_dir.join("out");
-        let mut trace_error = std::fs::create_dir_all(&out)
-            .and_then(|_| std::fs::write(out.join("result.txt"), &text))
-            .err()
-            .map(|e| format!("cannot write {}: {e}", out.join("result.txt").display()));
+        let result = text.clone();
+        let mut trace_error = file_lane::run(Lane::End, move || {
+            let file = out.join("result.txt");
+            std::fs::create_dir_all(&out)
+                .and_then(|_| std::fs::write(&file, result))
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))
+        })
+        .await
+        .and_then(|r| r)
+        .err();
         let duration_ms = self.started.elapsed().as_millis() as u64;
         let t = self.totals;
         self.emit(
@@ -75,14 +82,8 @@ impl SessionState {
         } else {
             Durability::Written
         };
-        match ractor::call!(self.trace, |r| TraceMsg::Sync(durability, r)) {
-            Ok(Err(e)) => {
-                trace_error.get_or_insert(e);
-            }
-            Err(e) => {
-                trace_error.get_or_insert(format!("trace writer stopped: {e}"));
-            }
-            Ok(Ok(())) => {}
+        if let Err(e) = self.trace.sync(durability).await {
+            trace_error.get_or_insert(e);
         }
         SessionReport {
             session_id: self.spec.session_id.clone(),

@@ -4,8 +4,9 @@
 //! does blocks its mailbox for long: the model call runs in a spawned task whose reply comes back
 //! as [`SessionMsg::InferDone`], tool calls go to the [`Dispatcher`] and come back as
 //! [`SessionMsg::ToolDone`], so a `Cancel` (Ctrl-C) or a status query is handled while either is
-//! in flight. Every step is written to the session's [`TraceWriter`] as it happens; the trace is
-//! fsynced at task end and session end, and `session_end` totals are the line counts.
+//! in flight. Every step is written to the session's [`TraceWriter`] as it happens; at the end
+//! the root syncs the filesystem once (see [`crate::trace`]), and `session_end` totals are the
+//! line counts.
 
 mod children;
 mod end;
@@ -27,6 +28,7 @@ use crate::dispatcher::{
     CallKind, CallRequest, CallResult, Dispatched, Dispatcher, DispatcherArgs, DispatcherMsg,
     Effect,
 };
+use crate::file_lane::{self, Lane};
 use crate::ids;
 use crate::model::{
     ContentBlock, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink, StopReason,
@@ -37,7 +39,7 @@ use crate::spec::{Capture, SessionSpec};
 use crate::staging;
 use crate::supervisor::SupervisorMsg;
 use crate::tool::ExecStatus;
-use crate::trace::{Durability, TraceEvent, TraceMsg, TraceWriter, TraceWriterArgs};
+use crate::trace::{Durability, TraceEvent, TraceWriter};
 
 /// How a session ended (`task_end.exit_status`, `session_end.exit_status`, `status:` of `mur run`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,7 +184,7 @@ pub struct Session;
 /// The session's state.
 pub struct SessionState {
     spec: SessionSpec,
-    trace: ActorRef<TraceMsg>,
+    trace: TraceWriter,
     dispatcher: ActorRef<DispatcherMsg>,
     report: Option<ReportSink>,
     system: Arc<str>,
@@ -252,12 +254,12 @@ pub fn max_turns_text(max: u32) -> String {
 
 impl SessionState {
     pub(super) fn emit(&self, event: TraceEvent) {
-        let _ = self.trace.send_message(TraceMsg::Append(event));
+        self.trace.append(event);
     }
 
-    /// Create the session's folders and staged files.
-    /// Runs on the blocking pool: creating files can take milliseconds on a busy filesystem,
-    /// and a runtime thread blocked on it would delay every other session.
+    /// Create the session's folders, staged files and trace file: one job on the
+    /// [`file_lane`]. (A delegated child holding no tool has nothing to stage but its folder,
+    /// which creating its trace file creates.)
     pub(super) async fn stage(&mut self) -> Result<(), String> {
         let paths = self.spec.paths.clone();
         let tools = self.spec.tools.clone();
@@ -266,7 +268,11 @@ impl SessionState {
             .spawned_by
             .is_none()
             .then(|| self.spec.task.clone());
+        if tools.is_empty() && task.is_none() && paths.workdir == paths.records_dir {
+            return self.trace.open().await;
+        }
         let capsule = self.spec.capsule_name.clone();
+        let trace = self.trace.clone();
         let work = move || {
             let dirs: &[&std::path::PathBuf] = if paths.workdir == paths.records_dir {
                 &[&paths.records_dir]
@@ -278,11 +284,10 @@ impl SessionState {
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             staging::stage(&paths.records_dir, &tools, task.as_deref(), &capsule)
-                .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))
+                .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))?;
+            trace.create()
         };
-        tokio::task::spawn_blocking(work)
-            .await
-            .unwrap_or_else(|e| Err(format!("staging stopped: {e}")))
+        file_lane::run(Lane::Begin, work).await.unwrap_or_else(Err)
     }
 
     pub(super) fn push_message(&mut self, message: Message) {
@@ -353,17 +358,10 @@ impl Actor for Session {
             )
         });
         let paths = &spec.paths;
-        let (trace, _) = Actor::spawn_linked(
-            None,
-            TraceWriter,
-            TraceWriterArgs {
-                path: paths.records_dir.join("trace.jsonl"),
-                session_id: spec.session_id.clone(),
-            },
-            myself.get_cell(),
-        )
-        .await
-        .map_err(|e| format!("cannot start the trace writer: {e}"))?;
+        let trace = TraceWriter::new(
+            paths.records_dir.join("trace.jsonl"),
+            spec.session_id.clone(),
+        );
         let tools_json = serde_json::to_vec(&*tools).unwrap_or_default();
         let hashes = spec.capture != Capture::None;
         let tools_declared: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -406,7 +404,7 @@ impl Actor for Session {
                 spec.spawned_by.as_ref().map(|s| &s.delegation_id),
             );
         let session_event = start.event_id.clone();
-        let _ = trace.send_message(TraceMsg::Append(start));
+        trace.append(start);
         let task_id = ids::mint("tsk_");
         let task = TraceEvent::new("task_start", Some(&session_event))
             .with("task_id", &task_id)
@@ -417,7 +415,7 @@ impl Actor for Session {
             .with("lane", "user")
             .with("message_parts_bytes", spec.task.len());
         let task_event = task.event_id.clone();
-        let _ = trace.send_message(TraceMsg::Append(task));
+        trace.append(task);
         let (dispatcher, _) = Actor::spawn_linked(
             None,
             Dispatcher,

@@ -1,0 +1,124 @@
+//! Trace lines: the [`TraceEvent`] an emitter builds and the [`TraceWriter`] that writes them.
+//!
+//! Emitters mint each event's id (time-ordered, so no round trip is needed to learn a parent id)
+//! and append it through the session's writer, which owns the order of lines and their
+//! durability. Each line reaches the file whole in one `write(2)` (several whole lines may share
+//! one), so a killed process can only leave a torn *last* line, which the readers tolerate. The
+//! file (and its folder) is created after the first line is appended, so starting a writer costs
+//! no I/O: a child session's first model call does not wait for the disk.
+//!
+//! Durability policy ([`TraceWriter::sync`] with a [`Durability`]): lines are written as they
+//! arrive, so they survive the process (a crash or Ctrl-C of `mur` loses at most the lines
+//! appended in the last moment, not yet handed to the kernel). Surviving the *machine* needs an
+//! fsync: the root session asks for [`Durability::Filesystem`] once its `task_end` and
+//! `session_end` are written, which is one `syncfs(2)` covering its own trace and every child's
+//! trace on that filesystem (a group commit: ten thousand children cost one sync, not ten
+//! thousand). Children ask for [`Durability::Written`]: their lines are in the kernel's page cache
+//! and reach the disk with the root's sync. Syncs run on the blocking pool, never on a runtime
+//! thread.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::ids;
+
+/// One trace line before it is written: the envelope plus the event's own fields, in order.
+#[derive(Clone, Debug)]
+pub struct TraceEvent {
+    /// `session_start`, `inference`, `tool_call`, …
+    pub event_type: &'static str,
+    /// `evt_…`, minted when the event is built.
+    pub event_id: String,
+    /// The event this one hangs off; `None` only for `session_start`.
+    pub parent_id: Option<String>,
+    /// Unix milliseconds when the event was built.
+    pub timestamp: u64,
+    /// The event's own fields, written after the envelope in insertion order.
+    pub fields: Map<String, Value>,
+}
+
+impl TraceEvent {
+    /// A new event of `event_type` under `parent`.
+    pub fn new(event_type: &'static str, parent: Option<&str>) -> Self {
+        TraceEvent {
+            event_type,
+            event_id: ids::mint("evt_"),
+            parent_id: parent.map(str::to_string),
+            timestamp: ids::now_ms(),
+            fields: Map::new(),
+        }
+    }
+
+    /// Add one field (serialization failures become `null`, never a panic).
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        self.fields.insert(
+            key.to_string(),
+            serde_json::to_value(value).unwrap_or(Value::Null),
+        );
+        self
+    }
+
+    /// Add a field only when `value` is `Some`.
+    pub fn with_opt<T: Serialize>(self, key: &str, value: Option<T>) -> Self {
+        match value {
+            Some(v) => self.with(key, v),
+            None => self,
+        }
+    }
+
+    /// Render the line (with its trailing newline) for `session_id`.
+    pub fn to_line(&self, session_id: &str) -> String {
+        let mut line = String::with_capacity(160 + self.fields.len() * 32);
+        line.push_str("{\"event_type\":");
+        push_json(&mut line, &Value::from(self.event_type));
+        line.push_str(",\"event_id\":");
+        push_json(&mut line, &Value::from(self.event_id.as_str()));
+        line.push_str(",\"parent_id\":");
+        match &self.parent_id {
+            Some(p) => push_json(&mut line, &Value::from(p.as_str())),
+            None => line.push_str("null"),
+        }
+        line.push_str(",\"session_id\":");
+        push_json(&mut line, &Value::from(session_id));
+        line.push_str(",\"timestamp\":");
+        line.push_str(&self.timestamp.to_string());
+        for (k, v) in &self.fields {
+            line.push(',');
+            push_json(&mut line, &Value::from(k.as_str()));
+            line.push(':');
+            push_json(&mut line, v);
+        }
+        line.push_str("}\n");
+        line
+    }
+}
+
+fn push_json(out: &mut String, v: &Value) {
+    // Value's Display is compact JSON and cannot fail.
+    use std::fmt::Write as _;
+    let _ = write!(out, "{v}");
+}
+
+mod writer;
+
+pub use writer::{Durability, TraceWriter};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_keys_come_first_in_order() {
+        let ev = TraceEvent::new("tool_call", Some("evt_parent"))
+            .with("turn", 0)
+            .with("tool_name", "bash");
+        let line = ev.to_line("ses_x");
+        let prefix = format!(
+            "{{\"event_type\":\"tool_call\",\"event_id\":\"{}\",\"parent_id\":\"evt_parent\",\"session_id\":\"ses_x\",\"timestamp\":{},\"turn\":0,\"tool_name\":\"bash\"}}\n",
+            ev.event_id, ev.timestamp
+        );
+        assert_eq!(line, prefix);
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["parent_id"], "evt_parent");
+    }
+}

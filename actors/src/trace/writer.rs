@@ -1,0 +1,354 @@
+//! The [`TraceWriter`] handle and the one thread that writes every trace file of the process.
+//!
+//! A session's lines come from several places (the session, its dispatcher, the plan engine,
+//! tool executors), so the writer is a handle they share. `append` never touches the disk: it
+//! adds the line to the file's buffer and, if the buffer was empty, queues the file for the
+//! trace thread. That thread writes each file's buffered lines with one `write(2)` and answers
+//! sync barriers. Files are created by the session's setup job on the file lane
+//! ([`TraceWriter::create`]), with its folder; lines appended before that wait in the buffer. So:
+//!
+//! - emitting a line costs a lock and a copy, never a syscall on a runtime thread, and the
+//!   emitter's work (a parent handing out 10,000 delegations) is not slowed by the disk;
+//! - a busy file's lines are batched: one write for all lines appended since the last one;
+//! - one thread, not one actor per session: an actor per trace cost ~7 KiB of memory and a task
+//!   wake-up per line; ten thousand live children write through the same thread;
+//! - lines of one file are written in the order they were appended.
+//!
+//! The price: a file that is slow to create (a stalled network filesystem) delays the lines of
+//! every session behind it, never the sessions themselves.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::oneshot;
+
+use super::TraceEvent;
+
+/// How durable [`TraceWriter::sync`] makes the lines appended so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Written to the kernel (survives the process, not a power loss).
+    Written,
+    /// `fsync` of this file.
+    File,
+    /// `syncfs` of the filesystem holding this file (this trace and its children's).
+    Filesystem,
+}
+
+/// The only writer of one `trace.jsonl`: a cheap handle, cloned into everything that emits the
+/// session's lines.
+#[derive(Clone)]
+pub struct TraceWriter {
+    inner: Arc<TraceFile>,
+}
+
+/// One trace file: where it goes, and its state shared with the trace thread.
+struct TraceFile {
+    path: PathBuf,
+    session_id: String,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Whole lines appended and not yet written.
+    buffer: Vec<u8>,
+    /// The file is in the trace thread's queue (its buffer will be written).
+    queued: bool,
+    /// Set by the trace thread once the file is created.
+    file: Option<Arc<File>>,
+    /// The first error met; lines after it are dropped and every sync reports it.
+    error: Option<String>,
+}
+
+/// Work for the trace thread.
+enum Job {
+    /// Write the file's buffered lines, if the file exists (else its creator queues this again).
+    Write(Arc<TraceFile>),
+    /// Every line appended before this job is written (the file is created here if lines wait
+    /// and nothing created it yet): answer with the file, or the first error.
+    Barrier {
+        file: Arc<TraceFile>,
+        reply: oneshot::Sender<Result<Option<Arc<File>>, String>>,
+    },
+}
+
+/// The trace thread's queue, started on first use.
+fn trace_thread() -> &'static Mutex<mpsc::Sender<Job>> {
+    static QUEUE: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new()
+            .name("mur-trace".into())
+            .spawn(move || {
+                for job in rx {
+                    run(job);
+                }
+            });
+        if let Err(e) = spawned {
+            // Without the thread, every job is answered by its dropped reply: syncs report it.
+            tracing::error!("cannot start the trace thread: {e}");
+        }
+        Mutex::new(tx)
+    })
+}
+
+fn send(job: Job) {
+    let queue = trace_thread().lock().unwrap_or_else(|p| p.into_inner());
+    // A send fails only if the thread could not start; the sync that follows reports it.
+    let _ = queue.send(job);
+}
+
+/// Create (or open for appending) a trace file and its folder.
+fn open_trace(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+/// On the trace thread: do one job.
+fn run(job: Job) {
+    match job {
+        Job::Write(tf) => tf.write_buffer(),
+        Job::Barrier { file: tf, reply } => {
+            let waiting = {
+                let state = tf.lock();
+                state.file.is_none() && !state.buffer.is_empty() && state.error.is_none()
+            };
+            if waiting {
+                let _ = tf.create();
+            }
+            tf.write_buffer();
+            let state = tf.lock();
+            let answer = match &state.error {
+                Some(e) => Err(e.clone()),
+                None => Ok(state.file.clone()),
+            };
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+impl TraceFile {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // Nothing half-done is left behind a panic while the lock is held.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// On the trace thread: write the buffered lines, if the file exists.
+    fn write_buffer(&self) {
+        let (buffer, file) = {
+            let mut state = self.lock();
+            state.queued = false;
+            match state.file.clone() {
+                Some(f) => (std::mem::take(&mut state.buffer), f),
+                None => return,
+            }
+        };
+        if !buffer.is_empty() {
+            if let Err(e) = (&*file).write_all(&buffer) {
+                self.fail(e);
+            }
+        }
+    }
+
+    /// Create the file and its folder (blocking), unless it exists or an earlier attempt
+    /// failed; then have the waiting lines written. Answers the first error.
+    fn create(&self) -> Result<(), String> {
+        {
+            let state = self.lock();
+            if let Some(e) = &state.error {
+                return Err(e.clone());
+            }
+            if state.file.is_some() {
+                return Ok(());
+            }
+        }
+        let opened = open_trace(&self.path);
+        let mut state = self.lock();
+        match opened {
+            Ok(f) => {
+                // Another creator may have won meanwhile; its file stays.
+                state.file.get_or_insert_with(|| Arc::new(f));
+                Ok(())
+            }
+            Err(e) => {
+                drop(state);
+                self.fail(e);
+                Err(self.lock().error.clone().unwrap_or_default())
+            }
+        }
+    }
+
+    /// Off the trace thread: create the file, then queue the waiting lines for writing.
+    fn create_and_queue(self: &Arc<Self>) -> Result<(), String> {
+        self.create()?;
+        let mut state = self.lock();
+        if !state.buffer.is_empty() && !state.queued {
+            state.queued = true;
+            drop(state);
+            send(Job::Write(self.clone()));
+        }
+        Ok(())
+    }
+
+    fn fail(&self, e: std::io::Error) {
+        let mut state = self.lock();
+        if state.error.is_none() {
+            state.error = Some(format!("trace write failed: {}: {e}", self.path.display()));
+        }
+        state.buffer.clear();
+    }
+}
+
+impl TraceWriter {
+    /// A writer for `path` whose lines all belong to `session_id`; costs no I/O until the first
+    /// line.
+    pub fn new(path: PathBuf, session_id: String) -> Self {
+        TraceWriter {
+            inner: Arc::new(TraceFile {
+                path,
+                session_id,
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    /// The file this writer writes.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Append one event as one line; the trace thread writes it.
+    pub fn append(&self, event: TraceEvent) {
+        let line = event.to_line(&self.inner.session_id);
+        let mut state = self.inner.lock();
+        if state.error.is_some() {
+            return;
+        }
+        state.buffer.extend_from_slice(line.as_bytes());
+        if !state.queued {
+            state.queued = true;
+            drop(state);
+            send(Job::Write(self.inner.clone()));
+        }
+    }
+
+    /// Create the file and its folder now, blocking (call it from a file-lane job, such as a
+    /// session's setup); lines appended before are then written. Answers the first error.
+    pub fn create(&self) -> Result<(), String> {
+        self.inner.create_and_queue()
+    }
+
+    /// [`TraceWriter::create`] as a job of its own on the file lane.
+    pub async fn open(&self) -> Result<(), String> {
+        let this = self.clone();
+        crate::file_lane::run(crate::file_lane::Lane::Begin, move || this.create())
+            .await
+            .unwrap_or_else(Err)
+    }
+
+    /// Wait until every line appended so far is written. Answers the file, if it exists, or
+    /// the first error.
+    async fn barrier(&self) -> Result<Option<Arc<File>>, String> {
+        let (reply, answer) = oneshot::channel();
+        send(Job::Barrier {
+            file: self.inner.clone(),
+            reply,
+        });
+        answer
+            .await
+            .unwrap_or_else(|_| Err("trace write failed: the trace thread is not running".into()))
+    }
+
+    /// Make every line appended so far durable to the given degree; answers the first error
+    /// met. `fsync`/`syncfs` run on the blocking pool, never on a runtime thread or the trace
+    /// thread.
+    pub async fn sync(&self, durability: Durability) -> Result<(), String> {
+        let file = match self.barrier().await? {
+            Some(f) if durability != Durability::Written => f,
+            _ => return Ok(()),
+        };
+        let path = self.inner.path.display().to_string();
+        tokio::task::spawn_blocking(move || match durability {
+            Durability::Filesystem => syncfs(&file),
+            _ => file.sync_data(),
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+        .map_err(|e| format!("trace sync failed: {path}: {e}"))
+    }
+}
+
+/// `syncfs(2)` on the filesystem holding `file`.
+fn syncfs(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: syncfs only reads the descriptor, which `file` keeps open for the call.
+    if unsafe { libc::syncfs(file.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[tokio::test]
+    async fn writer_appends_whole_lines_in_order_and_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/trace.jsonl");
+        let w = TraceWriter::new(path.clone(), "ses_1".into());
+        // The first lines arrive before the file exists; they are written first, in order.
+        for i in 0..3 {
+            w.append(TraceEvent::new("inference", None).with("turn", i));
+        }
+        let other = w.clone();
+        other.append(TraceEvent::new("inference", None).with("turn", 3));
+        assert_eq!(w.sync(Durability::File).await, Ok(()));
+        w.append(TraceEvent::new("inference", None).with("turn", 4));
+        assert_eq!(w.sync(Durability::Written).await, Ok(()));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let turns: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["turn"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(turns, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn a_trace_that_cannot_be_created_is_reported_by_open_and_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("blocker"), "a file, not a folder").unwrap();
+        let path = dir.path().join("blocker/trace.jsonl");
+        let w = TraceWriter::new(path, "ses_1".into());
+        w.append(TraceEvent::new("session_start", None));
+        let err = w.open().await.unwrap_err();
+        assert!(err.starts_with("trace write failed: "), "{err}");
+        assert!(err.contains("blocker/trace.jsonl"), "{err}");
+        assert_eq!(w.sync(Durability::Written).await, Err(err));
+    }
+
+    #[tokio::test]
+    async fn a_writer_with_no_lines_touches_no_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("never/trace.jsonl");
+        let w = TraceWriter::new(path.clone(), "ses_1".into());
+        assert_eq!(w.sync(Durability::File).await, Ok(()));
+        assert!(!dir.path().join("never").exists());
+    }
+}
