@@ -123,7 +123,10 @@ pub async fn launch(
     Ok(report)
 }
 
+/// Stop the actor tree, then wait for the trace thread to write every line the sessions
+/// appended (a child canceled with its root may write its last lines after the root reported).
 async fn stop(sup: ractor::ActorRef<SupervisorMsg>, handle: tokio::task::JoinHandle<()>) {
     sup.stop(None);
     let _ = handle.await;
+    mur_actors::trace::written_all().await;
 }

@@ -261,10 +261,8 @@ async fn a_canceled_parent_ends_its_children_and_every_trace_is_complete() {
         .unwrap()
         .unwrap();
     assert_eq!(report.exit_status, ExitStatus::Canceled);
-    // Give the draining parent a moment, then stop the tree.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    sup.stop(None);
-    handle.await.unwrap();
+    // The report comes once the canceled child has ended too: every trace is complete now,
+    // before the tree is stopped.
     let t = lines(&records.join("trace.jsonl"));
     let end = of_type(&t, "delegation")[0];
     assert_eq!(end["outcome"], "terminated");
@@ -277,6 +275,8 @@ async fn a_canceled_parent_ends_its_children_and_every_trace_is_complete() {
     let ct = lines(&child.join("trace.jsonl"));
     assert_eq!(ct.last().unwrap()["event_type"], "session_end");
     assert_eq!(ct.last().unwrap()["exit_status"], "canceled");
+    sup.stop(None);
+    handle.await.unwrap();
 }
 
 #[tokio::test]

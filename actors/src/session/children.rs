@@ -68,8 +68,8 @@ impl SessionState {
         if self.ended.is_some() {
             // Draining: the task ended, the child has now ended too.
             self.children.settle(o);
-            if self.draining && self.report.is_none() && self.children.running().is_empty() {
-                myself.stop(None);
+            if self.draining && self.children.running().is_empty() {
+                let _ = myself.send_message(SessionMsg::Drained);
             }
             return;
         }

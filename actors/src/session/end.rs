@@ -103,15 +103,32 @@ impl SessionState {
         text: String,
     ) {
         let report = self.close(status, text).await;
-        if let Some(sink) = self.report.take() {
-            sink(report);
-        }
-        if self.draining {
-            myself.send_after(std::time::Duration::from_secs(5), || {
-                SessionMsg::DrainTimeout
-            });
+        if self.draining && !self.children.running().is_empty() {
+            // Report once the children it canceled have ended too (or after 5 s), so whoever
+            // waits for this report finds every trace of the subtree complete.
+            self.held_report = Some(report);
+            myself.send_after(std::time::Duration::from_secs(5), || SessionMsg::Drained);
         } else {
+            if let Some(sink) = self.report.take() {
+                sink(report);
+            }
             myself.stop(None);
         }
+    }
+
+    /// The children still running at the end have reported (or the wait ran out): sync what
+    /// they wrote after this session's own sync (the root only), report, and stop.
+    pub(super) async fn drained(&mut self, myself: &ActorRef<SessionMsg>) {
+        if let Some(mut report) = self.held_report.take() {
+            if self.spec.spawned_by.is_none() {
+                if let Err(e) = self.trace.sync(Durability::Filesystem).await {
+                    report.trace_error.get_or_insert(e);
+                }
+            }
+            if let Some(sink) = self.report.take() {
+                sink(report);
+            }
+        }
+        myself.stop(None);
     }
 }

@@ -151,8 +151,9 @@ pub enum SessionMsg {
     },
     /// The driver panicked: the session crashes (its parent sees `crashed`).
     Crash(String),
-    /// Children did not report in time after the task ended: stop anyway.
-    DrainTimeout,
+    /// The task ended and the children it canceled have reported, or did not in time: report
+    /// and stop.
+    Drained,
     /// End the task with this status and result (queued by the session itself, so it is
     /// handled after every message already in the mailbox).
     Finish {
@@ -187,6 +188,8 @@ pub struct SessionState {
     trace: TraceWriter,
     dispatcher: ActorRef<DispatcherMsg>,
     report: Option<ReportSink>,
+    /// The report, held while canceled children wind down.
+    held_report: Option<SessionReport>,
     system: Arc<str>,
     tools: Arc<Vec<ToolSpec>>,
     messages: Arc<Vec<Message>>,
@@ -457,6 +460,7 @@ impl Actor for Session {
             trace,
             dispatcher,
             report: Some(args.report),
+            held_report: None,
             task_id,
             session_event,
             turn_event: task_event.clone(),
@@ -531,11 +535,7 @@ impl Actor for Session {
                     )
                     .await;
             }
-            SessionMsg::DrainTimeout => {
-                if state.report.is_none() {
-                    myself.stop(None);
-                }
-            }
+            SessionMsg::Drained => state.drained(&myself).await,
             SessionMsg::ChildOutcome(o) => state.child_outcome(&myself, *o),
             SessionMsg::DelegationDeadline { delegation_id } => {
                 if state.ended.is_some() {

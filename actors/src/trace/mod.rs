@@ -101,7 +101,7 @@ fn push_json(out: &mut String, v: &Value) {
 
 mod writer;
 
-pub use writer::{Durability, TraceWriter};
+pub use writer::{written_all, Durability, TraceWriter};
 
 #[cfg(test)]
 mod tests {

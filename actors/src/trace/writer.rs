@@ -74,6 +74,8 @@ enum Job {
         file: Arc<TraceFile>,
         reply: oneshot::Sender<Result<Option<Arc<File>>, String>>,
     },
+    /// Every job queued before this one is done.
+    Drain(oneshot::Sender<()>),
 }
 
 /// The trace thread's queue, started on first use.
@@ -130,6 +132,9 @@ fn open_trace(path: &Path) -> std::io::Result<File> {
 fn run(job: Job) {
     match job {
         Job::Write(tf) => tf.write_buffer(),
+        Job::Drain(reply) => {
+            let _ = reply.send(());
+        }
         Job::Barrier { file: tf, reply } => {
             let waiting = {
                 let state = tf.lock();
@@ -299,6 +304,15 @@ impl TraceWriter {
         .and_then(|r| r.map_err(|e| e.to_string()))
         .map_err(|e| format!("trace sync failed: {path}: {e}"))
     }
+}
+
+/// Wait until every line appended anywhere in the process so far is written (the end of
+/// `mur run` calls it, so lines of sessions that ended after the root reported are not lost when
+/// the process exits).
+pub async fn written_all() {
+    let (reply, done) = oneshot::channel();
+    send(Job::Drain(reply));
+    let _ = done.await;
 }
 
 /// `syncfs(2)` on the filesystem holding `file`.
