@@ -187,6 +187,34 @@ fn peak_rss_mib() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The filesystem type holding `dir` (from /proc/mounts; the disk decides much of the
+/// fan-out's time), with `no journal` for an ext4 mounted without one.
+fn filesystem_of(dir: &Path) -> String {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let best = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && dir.starts_with(f[1])).then(|| (f[0], f[1], f[2]))
+        })
+        .max_by_key(|(_, point, _)| point.len());
+    match best {
+        Some((dev, _, "ext4")) => {
+            let name = dev.rsplit('/').next().unwrap_or(dev);
+            let journal = std::fs::read_to_string(format!("/sys/fs/ext4/{name}/journal_task"))
+                .map(|t| !t.trim().is_empty() && t.trim() != "<none>")
+                .unwrap_or(true);
+            if journal {
+                "ext4".into()
+            } else {
+                "ext4, no journal".into()
+            }
+        }
+        Some((_, _, kind)) => kind.to_string(),
+        None => "unknown filesystem".into(),
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -358,6 +386,15 @@ fn main() {
         .unwrap();
     mur::launch::raise_nofile_limit();
     let dir = tempfile::tempdir().unwrap();
+    let fs = filesystem_of(dir.path());
+    println!("session folders in {} ({fs})", dir.path().display());
+    if fs == "ext4, no journal" {
+        println!(
+            "  note: without a journal, ext4 scans past every inode freed in the last minutes on \
+             each create; a run soon after deleting many files (a previous run's, a test suite's) \
+             is several times slower (docs/architecture.md, \"The disk, measured\")"
+        );
+    }
     let phases =
         std::env::var("MUR_BENCH_PHASES").unwrap_or_else(|_| "fan-out,latency,chain".into());
     let on = |p: &str| phases.split(',').any(|x| x.trim() == p);
