@@ -18,6 +18,9 @@ use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
 use ractor::Actor;
 use serde_json::Value;
 
+mod common;
+use common::trace as lines;
+
 fn spec_for(
     name: &str,
     script: &str,
@@ -81,28 +84,7 @@ async fn run_tree(root: SessionSpec, resolver: Scripts, args: SupervisorArgs) ->
         resolver: Some(Arc::new(resolver)),
         ..args
     };
-    let (sup, handle) = Actor::spawn(None, Supervisor, args).await.unwrap();
-    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
-        spec: Box::new(root),
-        reply
-    })
-    .unwrap()
-    .unwrap();
-    let report = tokio::time::timeout(Duration::from_secs(20), rx)
-        .await
-        .expect("tree ended in time")
-        .unwrap();
-    sup.stop(None);
-    handle.await.unwrap();
-    report
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::run_tree(root, args).await
 }
 
 fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {

@@ -102,6 +102,29 @@ pub fn normalise(text: &str, root: &Path) -> String {
     port.replace_all(&text, "localhost:<PORT>").into_owned()
 }
 
+/// Run `root` on a fresh kernel tree (Supervisor started with `args`) and return its report;
+/// the tree is stopped after. Fails the test if the tree does not end within 60 s.
+pub async fn run_tree(
+    root: mur_actors::spec::SessionSpec,
+    args: mur_actors::supervisor::SupervisorArgs,
+) -> mur_actors::session::SessionReport {
+    use mur_actors::supervisor::{Supervisor, SupervisorMsg};
+    let (sup, handle) = ractor::Actor::spawn(None, Supervisor, args).await.unwrap();
+    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(root),
+        reply
+    })
+    .unwrap()
+    .unwrap();
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), rx)
+        .await
+        .expect("the tree ended in time")
+        .unwrap();
+    sup.stop(None);
+    handle.await.unwrap();
+    report
+}
+
 /// The lines of a trace file as JSON.
 pub fn trace(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)

@@ -16,12 +16,20 @@
 //!
 //! The price: a file that is slow to create (a stalled network filesystem) delays the lines of
 //! every session behind it, never the sessions themselves.
+//!
+//! Descriptors are bounded: at most [`MAX_OPEN`] trace files are open at once, and never more
+//! than a quarter of the process's open-file limit (read when the thread starts). Past that, the
+//! trace thread closes a file not written recently (a clock: every write marks its file, the
+//! sweep spares a marked file once) and reopens it for appending at its next line, so ten
+//! thousand live sessions never exhaust the open-file limit, whatever it is.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::oneshot;
 
@@ -58,10 +66,82 @@ struct State {
     buffer: Vec<u8>,
     /// The file is in the trace thread's queue (its buffer will be written).
     queued: bool,
-    /// Set by the trace thread once the file is created.
+    /// The open file, while it is open.
     file: Option<Arc<File>>,
+    /// The file was created (if it is not open now, the trace thread closed it to save a
+    /// descriptor and reopens it for the next line).
+    created: bool,
+    /// Counted among the open files of the trace thread's clock.
+    in_clock: bool,
+    /// Written since the clock's sweep last passed it.
+    referenced: bool,
     /// The first error met; lines after it are dropped and every sync reports it.
     error: Option<String>,
+}
+
+/// At most this many trace files are open at once (default 1024).
+pub static MAX_OPEN: AtomicUsize = AtomicUsize::new(1024);
+
+/// The trace thread's open files, oldest first, for closing the least recently written.
+struct Clock {
+    ring: VecDeque<Weak<TraceFile>>,
+    /// A quarter of the soft open-file limit: the rest is for everything else.
+    fd_room: usize,
+}
+
+impl Clock {
+    fn new() -> Self {
+        let mut fd_room = usize::MAX;
+        #[cfg(unix)]
+        // SAFETY: getrlimit only writes the struct we pass.
+        unsafe {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0
+                && lim.rlim_cur != libc::RLIM_INFINITY
+            {
+                fd_room = (lim.rlim_cur as usize / 4).max(16);
+            }
+        }
+        Clock {
+            ring: VecDeque::new(),
+            fd_room,
+        }
+    }
+}
+
+impl Clock {
+    /// Count `tf` as open, then close files until at most [`MAX_OPEN`] are.
+    fn admit(&mut self, tf: &Arc<TraceFile>) {
+        self.ring.push_back(Arc::downgrade(tf));
+        let cap = MAX_OPEN.load(Ordering::Relaxed).min(self.fd_room).max(1);
+        // Each entry is spared at most once per sweep, so this ends.
+        let mut budget = 2 * self.ring.len();
+        while self.ring.len() > cap && budget > 0 {
+            budget -= 1;
+            let Some(weak) = self.ring.pop_front() else {
+                break;
+            };
+            // A dropped file's descriptor is already closed.
+            let Some(other) = weak.upgrade() else {
+                continue;
+            };
+            let mut state = other.lock();
+            if state.file.is_none() {
+                state.in_clock = false;
+            } else if state.referenced {
+                state.referenced = false;
+                drop(state);
+                self.ring.push_back(weak);
+            } else {
+                // Closed once no sync still holds a clone.
+                state.file = None;
+                state.in_clock = false;
+            }
+        }
+    }
 }
 
 /// Work for the trace thread.
@@ -87,8 +167,9 @@ fn trace_thread() -> &'static Mutex<mpsc::Sender<Job>> {
             .name("mur-trace".into())
             .spawn(move || {
                 batch_priority();
+                let mut clock = Clock::new();
                 for job in rx {
-                    run(job);
+                    run(job, &mut clock);
                 }
             });
         if let Err(e) = spawned {
@@ -129,25 +210,26 @@ fn open_trace(path: &Path) -> std::io::Result<File> {
 }
 
 /// On the trace thread: do one job.
-fn run(job: Job) {
+fn run(job: Job, clock: &mut Clock) {
     match job {
-        Job::Write(tf) => tf.write_buffer(),
+        Job::Write(tf) => tf.write_buffer(clock),
         Job::Drain(reply) => {
             let _ = reply.send(());
         }
         Job::Barrier { file: tf, reply } => {
-            let waiting = {
+            let never_created = {
                 let state = tf.lock();
-                state.file.is_none() && !state.buffer.is_empty() && state.error.is_none()
+                !state.created && !state.buffer.is_empty() && state.error.is_none()
             };
-            if waiting {
+            if never_created {
                 let _ = tf.create();
             }
-            tf.write_buffer();
+            tf.write_buffer(clock);
+            let file = tf.open_file(clock);
             let state = tf.lock();
             let answer = match &state.error {
                 Some(e) => Err(e.clone()),
-                None => Ok(state.file.clone()),
+                None => Ok(file),
             };
             let _ = reply.send(answer);
         }
@@ -160,16 +242,56 @@ impl TraceFile {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// On the trace thread: write the buffered lines, if the file exists.
-    fn write_buffer(&self) {
-        let (buffer, file) = {
+    /// On the trace thread: the open file, reopened for appending if the clock closed it;
+    /// `None` if it was never created (its creator queues the lines again) or failed.
+    fn open_file(self: &Arc<Self>, clock: &mut Clock) -> Option<Arc<File>> {
+        let reopen = {
             let mut state = self.lock();
-            state.queued = false;
-            match state.file.clone() {
-                Some(f) => (std::mem::take(&mut state.buffer), f),
-                None => return,
+            if state.error.is_some() || !state.created {
+                return None;
+            }
+            state.referenced = true;
+            match &state.file {
+                Some(f) if state.in_clock => return Some(f.clone()),
+                Some(_) => false,
+                None => true,
             }
         };
+        if reopen {
+            let opened = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path);
+            match opened {
+                Ok(f) => self.lock().file = Some(Arc::new(f)),
+                Err(e) => {
+                    self.fail(e);
+                    return None;
+                }
+            }
+        }
+        let file = {
+            let mut state = self.lock();
+            state.in_clock = true;
+            state.file.clone()
+        };
+        clock.admit(self);
+        file
+    }
+
+    /// On the trace thread: write the buffered lines, if the file was created.
+    fn write_buffer(self: &Arc<Self>, clock: &mut Clock) {
+        {
+            let mut state = self.lock();
+            state.queued = false;
+            if state.buffer.is_empty() || !state.created {
+                return;
+            }
+        }
+        let Some(file) = self.open_file(clock) else {
+            return;
+        };
+        let buffer = std::mem::take(&mut self.lock().buffer);
         if !buffer.is_empty() {
             if let Err(e) = (&*file).write_all(&buffer) {
                 self.fail(e);
@@ -185,7 +307,7 @@ impl TraceFile {
             if let Some(e) = &state.error {
                 return Err(e.clone());
             }
-            if state.file.is_some() {
+            if state.created {
                 return Ok(());
             }
         }
@@ -194,7 +316,10 @@ impl TraceFile {
         match opened {
             Ok(f) => {
                 // Another creator may have won meanwhile; its file stays.
-                state.file.get_or_insert_with(|| Arc::new(f));
+                if !state.created {
+                    state.file = Some(Arc::new(f));
+                    state.created = true;
+                }
                 Ok(())
             }
             Err(e) => {
@@ -345,16 +470,7 @@ mod tests {
         assert_eq!(w.sync(Durability::File).await, Ok(()));
         w.append(TraceEvent::new("inference", None).with("turn", 4));
         assert_eq!(w.sync(Durability::Written).await, Ok(()));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let turns: Vec<u64> = text
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["turn"]
-                    .as_u64()
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(turns, vec![0, 1, 2, 3, 4]);
+        assert_eq!(turns_in(&path), vec![0, 1, 2, 3, 4]);
     }
 
     #[tokio::test]
@@ -368,6 +484,63 @@ mod tests {
         assert!(err.starts_with("trace write failed: "), "{err}");
         assert!(err.contains("blocker/trace.jsonl"), "{err}");
         assert_eq!(w.sync(Durability::Written).await, Err(err));
+    }
+
+    /// The `turn` of every line of a trace file, in order.
+    fn turns_in(path: &Path) -> Vec<u64> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["turn"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// Descriptors open on files under `dir`.
+    fn open_under(dir: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.starts_with(dir))
+            .count()
+    }
+
+    #[tokio::test]
+    async fn at_most_max_open_files_stay_open_and_every_line_lands() {
+        // Other tests in this binary may see their files closed and reopened meanwhile: that
+        // is invisible to them, which is the point.
+        MAX_OPEN.store(2, Ordering::Relaxed);
+        let dir = tempfile::tempdir().unwrap();
+        let writers: Vec<TraceWriter> = (0..6)
+            .map(|i| {
+                TraceWriter::new(
+                    dir.path().join(format!("s{i}/trace.jsonl")),
+                    format!("ses_{i}"),
+                )
+            })
+            .collect();
+        for w in &writers {
+            w.open().await.unwrap();
+        }
+        for round in 0..3 {
+            for w in &writers {
+                w.append(TraceEvent::new("inference", None).with("turn", round));
+            }
+        }
+        written_all().await;
+        let open = open_under(dir.path());
+        for w in &writers {
+            assert_eq!(w.sync(Durability::File).await, Ok(()));
+        }
+        MAX_OPEN.store(1024, Ordering::Relaxed);
+        assert!(open <= 2, "{open} trace files open, at most 2 allowed");
+        for i in 0..6 {
+            let path = dir.path().join(format!("s{i}/trace.jsonl"));
+            assert_eq!(turns_in(&path), vec![0, 1, 2], "file {i}");
+        }
     }
 
     #[tokio::test]
