@@ -198,6 +198,42 @@ fn tool_errors_reach_the_model_and_the_session_goes_on() {
 }
 
 #[test]
+fn a_capsule_holding_no_tool_is_offered_none_and_its_calls_are_refused() {
+    let p = Project::new();
+    scripted(
+        &p,
+        "",
+        "turns:
+  - expect_no_tools: ['\"name\"']
+    call: [{tool: bash, input: {command: 'echo hi'}}, {tool: made-up-tool, input: {}}]
+  - expect: \"tool 'made-up-tool' is not declared in manifest allowlist\"
+    say: nothing to run here
+",
+    );
+    let out = p.mur(&["run", "--task", "x"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let t = trace(&p.sessions()[0].join("trace.jsonl"));
+    assert_eq!(t[0]["tools_declared"], serde_json::json!([]));
+    let calls: Vec<(&str, &str)> = t
+        .iter()
+        .filter(|l| l["event_type"] == "tool_call")
+        .map(|l| {
+            (
+                l["tool_name"].as_str().unwrap(),
+                l["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(calls, [("bash", "error"), ("made-up-tool", "error")]);
+    assert_eq!(
+        t.iter().filter(|l| l["event_type"] == "shell").count(),
+        0,
+        "nothing ran"
+    );
+    assert_eq!(t.last().unwrap()["exit_status"], "ok");
+}
+
+#[test]
 fn huge_and_binary_output_is_capped_and_kept_whole_in_a_log() {
     let p = Project::new();
     scripted(

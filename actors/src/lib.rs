@@ -3,7 +3,7 @@
 //! No HTTP, no CLI, no YAML here: the edges (drivers, executors, stores) live in the `mur`
 //! crate and reach the kernel only through the traits in [`model`] and [`tool`]. The actors:
 //! [`supervisor::Supervisor`] (one per process), [`session::Session`] (one per capsule),
-//! [`dispatcher::Dispatcher`] (one per session) and [`registry::Registry`] (one per process, the
+//! [`dispatcher::Dispatcher`] (one per session that calls tools) and [`registry::Registry`] (one per process, the
 //! only writer of `murmur.lock`). Not an actor: [`trace::TraceWriter`], the shared handle that
 //! writes one trace file.
 

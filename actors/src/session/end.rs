@@ -33,7 +33,9 @@ impl SessionState {
         if let Some(h) = self.in_flight.take() {
             h.abort();
         }
-        let _ = self.dispatcher.send_message(DispatcherMsg::CancelAll);
+        if let Some(d) = &self.dispatcher {
+            let _ = d.send_message(DispatcherMsg::CancelAll);
+        }
         self.end_children(status);
         // The result file exists before `task_end` is written.
         let out = self.spec.paths.records_dir.join("out");

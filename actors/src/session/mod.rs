@@ -151,6 +151,8 @@ pub enum SessionMsg {
     },
     /// The driver panicked: the session crashes (its parent sees `crashed`).
     Crash(String),
+    /// A tool call waits for a dispatcher this session has not started yet.
+    StartDispatcher,
     /// The task ended and the children it canceled have reported, or did not in time: report
     /// and stop.
     Drained,
@@ -186,7 +188,10 @@ pub struct Session;
 pub struct SessionState {
     spec: SessionSpec,
     trace: TraceWriter,
-    dispatcher: ActorRef<DispatcherMsg>,
+    /// Started with the session when it holds tools, else at its first tool call.
+    dispatcher: Option<ActorRef<DispatcherMsg>>,
+    /// For a dispatcher started later.
+    registry: Option<ActorRef<crate::registry::RegistryMsg>>,
     report: Option<ReportSink>,
     /// The report, held while canceled children wind down.
     held_report: Option<SessionReport>,
@@ -297,6 +302,41 @@ impl SessionState {
         self.payload_bytes += serde_json::to_vec(&message).map(|v| v.len()).unwrap_or(0);
         Arc::make_mut(&mut self.messages).push(message);
     }
+}
+
+/// Start a session's Dispatcher, linked under it.
+async fn spawn_dispatcher(
+    session: &ActorRef<SessionMsg>,
+    spec: &SessionSpec,
+    trace: &TraceWriter,
+    session_event: &str,
+    supervisor: Option<ActorRef<SupervisorMsg>>,
+    registry: Option<ActorRef<crate::registry::RegistryMsg>>,
+) -> Result<ActorRef<DispatcherMsg>, String> {
+    let (dispatcher, _) = Actor::spawn_linked(
+        None,
+        Dispatcher,
+        DispatcherArgs {
+            gate: spec.gate.clone(),
+            session_id: spec.session_id.clone(),
+            depth: spec.depth,
+            supervisor,
+            registry,
+            artifacts: spec.artifacts.clone(),
+            trace: trace.clone(),
+            session_event: session_event.to_string(),
+            delegation_deadline: spec.delegation_deadline,
+            session: session.clone(),
+            tools: spec.tools.clone(),
+            grants: spec.grants.clone(),
+            executors: spec.executors.clone(),
+            paths: spec.paths.clone(),
+        },
+        session.get_cell(),
+    )
+    .await
+    .map_err(|e| format!("cannot start the dispatcher: {e}"))?;
+    Ok(dispatcher)
 }
 
 /// `<name>:<version>`, shortened to 64 chars with a digest when longer.
@@ -419,29 +459,23 @@ impl Actor for Session {
             .with("message_parts_bytes", spec.task.len());
         let task_event = task.event_id.clone();
         trace.append(task);
-        let (dispatcher, _) = Actor::spawn_linked(
-            None,
-            Dispatcher,
-            DispatcherArgs {
-                gate: spec.gate.clone(),
-                session_id: spec.session_id.clone(),
-                depth: spec.depth,
-                supervisor: args.supervisor.clone(),
-                registry: args.registry.clone(),
-                artifacts: spec.artifacts.clone(),
-                trace: trace.clone(),
-                session_event: session_event.clone(),
-                delegation_deadline: spec.delegation_deadline,
-                session: myself.clone(),
-                tools: spec.tools.clone(),
-                grants: spec.grants.clone(),
-                executors: spec.executors.clone(),
-                paths: spec.paths.clone(),
-            },
-            myself.get_cell(),
-        )
-        .await
-        .map_err(|e| format!("cannot start the dispatcher: {e}"))?;
+        // A session holding no tool (a pure sub-agent) gets its dispatcher only if its model
+        // calls a tool anyway (to be refused): one actor less per child until then.
+        let dispatcher = if spec.tools.is_empty() {
+            None
+        } else {
+            Some(
+                spawn_dispatcher(
+                    &myself,
+                    &spec,
+                    &trace,
+                    &session_event,
+                    args.supervisor.clone(),
+                    args.registry.clone(),
+                )
+                .await?,
+            )
+        };
 
         let payload_bytes = system.len()
             + tools_json.len()
@@ -459,6 +493,7 @@ impl Actor for Session {
             payload_bytes,
             trace,
             dispatcher,
+            registry: args.registry,
             report: Some(args.report),
             held_report: None,
             task_id,
@@ -555,6 +590,26 @@ impl Actor for Session {
                     }
                 }
             }
+            SessionMsg::StartDispatcher => {
+                if state.dispatcher.is_none() && state.ended.is_none() {
+                    let started = spawn_dispatcher(
+                        &myself,
+                        &state.spec,
+                        &state.trace,
+                        &state.session_event,
+                        state.supervisor.clone(),
+                        state.registry.clone(),
+                    )
+                    .await;
+                    match started {
+                        Ok(d) => {
+                            state.dispatcher = Some(d);
+                            state.dispatch_next(&myself);
+                        }
+                        Err(e) => state.fail(&myself, "runtime_error", &e),
+                    }
+                }
+            }
             SessionMsg::Crash(text) => {
                 if state.report.is_none() {
                     return Ok(());
@@ -627,7 +682,9 @@ impl Actor for Session {
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
         if let SupervisionEvent::ActorFailed(who, err) = event {
-            if state.report.is_some() && who.get_id() == state.dispatcher.get_id() {
+            let from_dispatcher =
+                state.dispatcher.as_ref().map(|d| d.get_id()) == Some(who.get_id());
+            if state.report.is_some() && from_dispatcher {
                 state.fail(
                     &myself,
                     "runtime_error",

@@ -248,11 +248,16 @@ impl SessionState {
     }
 
     pub(super) fn dispatch_next(&mut self, myself: &ActorRef<SessionMsg>) {
-        match self.pending.pop_front() {
-            Some(call) => {
-                let _ = self.dispatcher.send_message(DispatcherMsg::Dispatch(call));
+        match (self.pending.pop_front(), &self.dispatcher) {
+            (Some(call), Some(dispatcher)) => {
+                let _ = dispatcher.send_message(DispatcherMsg::Dispatch(call));
             }
-            None => self.start_turn(myself),
+            (Some(call), None) => {
+                // Started on demand; the call waits at the head of the queue.
+                self.pending.push_front(call);
+                let _ = myself.send_message(SessionMsg::StartDispatcher);
+            }
+            (None, _) => self.start_turn(myself),
         }
     }
 
