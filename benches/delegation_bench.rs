@@ -2,7 +2,9 @@
 //!
 //! 1. Fan-out: one parent delegates to N children (default 10,000) in one turn; each child
 //!    answers in one scripted turn; the parent waits and continues once with every outcome.
-//!    Reports wall time, outcomes delivered, and the process's peak RSS.
+//!    Reports wall time, outcomes delivered, and the process's peak RSS. It runs twice: with
+//!    the session folders under `TMPDIR` (a disk, usually) and under `/dev/shm` (tmpfs), so the
+//!    runtime's own figure is visible next to what the disk adds.
 //! 2. Latency: delegate-task call → the child's first model call, one delegation per turn,
 //!    p50/p99 over 1,000 delegations.
 //! 3. A depth-8 chain: each capsule delegates to the next; end-to-end time.
@@ -259,7 +261,7 @@ async fn fan_out(n: usize, dir: &Path) {
         .filter(|l| l.contains("\"event_type\":\"delegation\"") && l.contains("\"outcome\":\"ok\""))
         .count();
     println!(
-        "fan-out: {n} children, {ok} outcomes ok delivered, wall {:.0} ms, peak RSS {:.0} MiB",
+        "fan-out: {n} children, {ok} outcomes ok delivered, wall {:.0} ms, process peak RSS {:.0} MiB",
         wall.as_secs_f64() * 1000.0,
         peak_rss_mib()
     );
@@ -387,20 +389,35 @@ fn main() {
     mur::launch::raise_nofile_limit();
     let dir = tempfile::tempdir().unwrap();
     let fs = filesystem_of(dir.path());
-    println!("session folders in {} ({fs})", dir.path().display());
-    if fs == "ext4, no journal" {
-        println!(
-            "  note: without a journal, ext4 scans past every inode freed in the last minutes on \
-             each create; a run soon after deleting many files (a previous run's, a test suite's) \
-             is several times slower (docs/architecture.md, \"The disk, measured\")"
-        );
-    }
+    let where_ = || {
+        println!("session folders in {} ({fs})", dir.path().display());
+        if fs == "ext4, no journal" {
+            println!(
+                "  note: without a journal, ext4 scans past every inode freed in the last minutes \
+                 on each create; a run soon after deleting many files (a previous run's, a test \
+                 suite's) is several times slower (docs/architecture.md, \"The disk, measured\")"
+            );
+        }
+    };
     let phases =
         std::env::var("MUR_BENCH_PHASES").unwrap_or_else(|_| "fan-out,latency,chain".into());
+
     let on = |p: &str| phases.split(',').any(|x| x.trim() == p);
     rt.block_on(async {
         if on("fan-out") {
+            // tmpfs first: its peak RSS is its own (the figure is the process's high-water mark).
+            let shm = Path::new("/dev/shm");
+            if !dir.path().starts_with(shm) && filesystem_of(shm) == "tmpfs" {
+                if let Ok(mem) = tempfile::tempdir_in(shm) {
+                    println!("session folders in {} (tmpfs)", mem.path().display());
+                    fan_out(n, mem.path()).await;
+                }
+            }
+            where_();
             fan_out(n, dir.path()).await;
+        }
+        if !on("fan-out") {
+            where_();
         }
         if on("latency") {
             latency(1000, dir.path()).await;
