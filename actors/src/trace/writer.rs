@@ -14,8 +14,9 @@
 //!   wake-up per line; ten thousand live children write through the same thread;
 //! - lines of one file are written in the order they were appended.
 //!
-//! The price: a file that is slow to create (a stalled network filesystem) delays the lines of
-//! every session behind it, never the sessions themselves.
+//! The price: a write or reopen that blocks (a stalled network filesystem, heavy dirty-page
+//! throttling) delays the lines of every session behind it; sessions themselves wait only at
+//! their end, for their sync barrier.
 //!
 //! Descriptors are bounded: at most [`MAX_OPEN`] trace files are open at once, and never more
 //! than a quarter of the process's open-file limit (read when the thread starts). Past that, the
