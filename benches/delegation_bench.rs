@@ -26,7 +26,8 @@ use async_trait::async_trait;
 use mur::drivers::script::ScriptDriver;
 use mur_actors::delegation::{CapsuleResolver, ChildRequest};
 use mur_actors::model::{
-    ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver, RetrySink,
+    joined_text, ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver,
+    RetrySink,
 };
 use mur_actors::provided;
 use mur_actors::session::{ExitStatus, SessionReport};
@@ -49,16 +50,9 @@ struct Timed {
 }
 
 fn first_text(m: &[Message]) -> String {
-    match m.first() {
-        Some(Message::User { content }) => content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.clone()),
-                _ => None,
-            })
-            .collect(),
-        _ => String::new(),
-    }
+    m.first()
+        .map(|m| joined_text(m.content()))
+        .unwrap_or_default()
 }
 
 #[async_trait]

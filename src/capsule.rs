@@ -9,7 +9,7 @@ use mur_actors::dispatcher::CallGate;
 use mur_actors::model::ModelDriver;
 use mur_actors::provided;
 use mur_actors::registry::ArtifactSource;
-use mur_actors::spec::{Capture, Grants, SessionPaths, SessionSpec, SpawnedBy};
+use mur_actors::spec::{Grants, SessionPaths, SessionSpec, SpawnedBy};
 use mur_actors::tool::{ToolDecl, ToolKind};
 
 use crate::artifact;
@@ -279,11 +279,7 @@ pub fn session_spec_with(
         task,
         paths: place.paths,
         executors,
-        capture: match m.trace.capture {
-            manifest::Capture::None => Capture::None,
-            manifest::Capture::Meta => Capture::Meta,
-            manifest::Capture::Content => Capture::Content,
-        },
+        capture: m.trace.capture,
         tool_refresh: match inference.tool_refresh {
             manifest::ToolRefresh::Immediate => "immediate".into(),
             _ => "compaction".into(),

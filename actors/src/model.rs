@@ -79,6 +79,27 @@ impl Message {
             content: vec![ContentBlock::text(text)],
         }
     }
+
+    /// The message's blocks, whatever its role.
+    pub fn content(&self) -> &[ContentBlock] {
+        match self {
+            Message::User { content } | Message::Assistant { content } => content,
+            Message::Tool { content, .. } => content,
+        }
+    }
+}
+
+/// The text blocks of `content` joined with `\n` (tool calls and results left out): what a
+/// model's answer says, or what a driver without block support sends.
+pub fn joined_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// One entry of the tool array offered to the model.

@@ -30,7 +30,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use mur_actors::model::{
-    ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver, RetrySink,
+    joined_text, ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver,
+    RetrySink,
 };
 use serde_json::{json, Map, Value};
 
@@ -183,18 +184,6 @@ impl OpenAiDriver {
         body.insert("stream_options".into(), json!({"include_usage": true}));
         Value::Object(body)
     }
-}
-
-/// Joins the text blocks of a message with `\n`.
-pub(crate) fn joined_text(content: &[ContentBlock]) -> String {
-    content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Tool call arguments as the wire string: a raw string input goes back verbatim.

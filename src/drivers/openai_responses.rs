@@ -13,10 +13,11 @@ use serde_json::{json, Map, Value};
 
 use super::body::{count, StreamAssembler};
 use super::http::provider_message;
-use super::openai::{arguments_string, joined_text, OpenAiOptions};
+use super::openai::{arguments_string, OpenAiOptions};
 use super::openai_reply::arguments;
 use super::retry::Failure;
 use super::sse::SseEvent;
+use mur_actors::model::joined_text;
 
 /// The Responses API request body.
 pub(crate) fn responses_body(req: &InferRequest, opts: &OpenAiOptions) -> Value {

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use mur_actors::model::{
-    ContentBlock, InferError, InferErrorKind, InferReply, InferRequest, Message, ModelDriver,
-    RetrySink, StopReason, Usage,
+    joined_text, ContentBlock, InferError, InferErrorKind, InferReply, InferRequest, Message,
+    ModelDriver, RetrySink, StopReason, Usage,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -123,18 +123,7 @@ impl ScriptDriver {
 }
 
 fn message_text(m: &Message) -> String {
-    let blocks = match m {
-        Message::User { content } | Message::Assistant { content } => content,
-        Message::Tool { content, .. } => content,
-    };
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    joined_text(m.content())
 }
 
 /// Fill the placeholders in every string of a call's input: `{{task}}` and `{{last}}` as in

@@ -62,17 +62,8 @@ pub struct TraceConfig {
     pub retain: serde_json::Value,
 }
 
-/// How much of each call the trace keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Capture {
-    /// Event lines without payload metadata.
-    None,
-    /// Sizes, names, timings (default).
-    #[default]
-    Meta,
-    /// Full inputs and outputs.
-    Content,
-}
+/// How much of each call the trace keeps (`trace.capture`): the kernel's own setting.
+pub use mur_actors::spec::Capture;
 
 const LIFECYCLE_KEYS: &[&str] = &[
     "task_acceptance",

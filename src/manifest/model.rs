@@ -35,16 +35,6 @@ pub struct Manifest {
     pub other: OtherBlocks,
 }
 
-/// Runtime-provided tools, in the order staging writes them.
-const RUNTIME_TOOL_ORDER: [&str; 6] = [
-    "share-file",
-    "fetch-peer-file",
-    "delegate-task",
-    "submit-plan",
-    "pull-artifact",
-    "remove-artifact",
-];
-
 impl Manifest {
     /// The declared artifact with exactly this full name.
     pub fn artifact(&self, name: &ArtifactName) -> Option<&ArtifactDecl> {
@@ -94,7 +84,7 @@ impl Manifest {
             .inference
             .as_ref()
             .is_none_or(|i| i.transport == Transport::Http);
-        RUNTIME_TOOL_ORDER
+        mur_actors::tool::RUNTIME_TOOLS
             .into_iter()
             .filter(|tool| match *tool {
                 "share-file" => self

@@ -11,14 +11,7 @@ use std::fmt;
 pub const MAX_NAME_PART_LEN: usize = 100;
 
 /// Tool names the runtime provides itself; no artifact may claim one (E-CAP-013).
-pub const RESERVED_TOOL_NAMES: [&str; 6] = [
-    "share-file",
-    "fetch-peer-file",
-    "delegate-task",
-    "submit-plan",
-    "pull-artifact",
-    "remove-artifact",
-];
+pub use mur_actors::tool::RUNTIME_TOOLS as RESERVED_TOOL_NAMES;
 
 /// True when `tool_name` (a bare name) is one of [`RESERVED_TOOL_NAMES`]. Exact, case-sensitive.
 pub fn is_reserved_tool_name(tool_name: &str) -> bool {

@@ -201,18 +201,10 @@ pub fn json(a: &Summary, b: &Summary) -> Value {
         }
     };
     let side = |s: &Summary| {
-        json!({
-            "session_id": s.session_id,
-            "path": s.path,
-            "capsule": s.capsule,
-            "version": s.capsule_version,
-            "status": s.status,
-            "ended": s.ended,
-            "duration_ms": s.duration_ms,
-            "totals": s.totals,
-            "tool_calls": s.tool_calls,
-            "tools": s.tools,
-        })
+        let mut v = s.header_json();
+        v.insert("tool_calls".into(), json!(s.tool_calls));
+        v.insert("tools".into(), json!(s.tools));
+        Value::Object(v)
     };
     json!({"a": side(a), "b": side(b), "divergence": div})
 }

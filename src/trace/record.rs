@@ -99,6 +99,27 @@ pub struct Summary {
     pub latencies: Vec<u32>,
 }
 
+impl Summary {
+    /// The fields naming a session and how it ended, first in every `--json` entry that lists
+    /// sessions (`diff`, `report`).
+    pub fn header_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        [
+            ("session_id", json!(self.session_id)),
+            ("path", json!(self.path)),
+            ("capsule", json!(self.capsule)),
+            ("version", json!(self.capsule_version)),
+            ("status", json!(self.status)),
+            ("ended", json!(self.ended)),
+            ("duration_ms", json!(self.duration_ms)),
+            ("totals", json!(self.totals)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+}
+
 /// Turn, token and call totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {

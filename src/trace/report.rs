@@ -259,17 +259,9 @@ impl<'a> Report<'a> {
             .sessions
             .iter()
             .map(|s| {
-                json!({
-                    "session_id": s.session_id,
-                    "path": s.path,
-                    "capsule": s.capsule,
-                    "version": s.capsule_version,
-                    "status": s.status,
-                    "ended": s.ended,
-                    "duration_ms": s.duration_ms,
-                    "totals": s.totals,
-                    "retries": s.retries.len(),
-                })
+                let mut v = s.header_json();
+                v.insert("retries".into(), json!(s.retries.len()));
+                Value::Object(v)
             })
             .collect();
         let (mut cin, mut cout) = (0u64, 0u64);

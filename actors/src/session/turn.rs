@@ -108,15 +108,7 @@ impl SessionState {
                 self.dispatch_next(myself);
             }
             StopReason::EndTurn | StopReason::MaxTokens => {
-                let mut text = reply
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let mut text = crate::model::joined_text(&reply.content);
                 if reply.stop_reason == StopReason::MaxTokens {
                     text.push_str(&format!(
                         "\n\n[truncated at the inference.max_tokens output cap of {} tokens — this is a fragment, not a finished answer]",

@@ -80,8 +80,8 @@ struct State {
     error: Option<String>,
 }
 
-/// At most this many trace files are open at once (default 1024).
-pub static MAX_OPEN: AtomicUsize = AtomicUsize::new(1024);
+/// At most this many trace files are open at once (1024; tests lower it).
+static MAX_OPEN: AtomicUsize = AtomicUsize::new(1024);
 
 /// The trace thread's open files, oldest first, for closing the least recently written.
 struct Clock {
@@ -363,11 +363,6 @@ impl TraceWriter {
                 state: Mutex::new(State::default()),
             }),
         }
-    }
-
-    /// The file this writer writes.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
     }
 
     /// Append one event as one line; the trace thread writes it.
