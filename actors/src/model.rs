@@ -121,8 +121,8 @@ pub struct InferRequest {
     pub model: String,
     /// Output cap for this call.
     pub max_tokens: u32,
-    /// The whole system prompt (runtime block + operator prompt).
-    pub system: String,
+    /// The whole system prompt (runtime block + operator prompt). Shared: the same every turn.
+    pub system: Arc<str>,
     /// The conversation so far. Shared so a turn costs no copy of the history.
     pub messages: Arc<Vec<Message>>,
     /// The held tool array. Shared: byte-identical between refreshes.

@@ -341,7 +341,7 @@ mod tests {
         InferRequest {
             model: "scripted".into(),
             max_tokens: 100,
-            system: String::new(),
+            system: "".into(),
             messages: Arc::new(messages),
             tools: Arc::new(vec![]),
             prompt_cache_key: None,

@@ -46,7 +46,7 @@ pub fn simple(model: &str, text: &str) -> InferRequest {
     InferRequest {
         model: model.to_string(),
         max_tokens: 1024,
-        system: "You are a test.\n\n".to_string(),
+        system: "You are a test.\n\n".into(),
         messages: Arc::new(vec![Message::user_text(text)]),
         tools: Arc::new(vec![]),
         prompt_cache_key: None,
@@ -76,7 +76,7 @@ pub fn conversation(model: &str, second_input: Value) -> InferRequest {
     InferRequest {
         model: model.to_string(),
         max_tokens: 2048,
-        system: "[Capsule]\nName: demo\n\nBe brief.\n".to_string(),
+        system: "[Capsule]\nName: demo\n\nBe brief.\n".into(),
         messages: Arc::new(vec![
             Message::user_text("List the files."),
             Message::Assistant {

@@ -392,7 +392,7 @@ impl Actor for Session {
                 InferRequest {
                     model: spec.model.clone(),
                     max_tokens: spec.max_tokens,
-                    system: system.to_string(),
+                    system: system.clone(),
                     messages: messages.clone(),
                     tools: tools.clone(),
                     prompt_cache_key: Some(cache_key(&spec.capsule_name, &spec.capsule_version)),

@@ -17,7 +17,7 @@ impl SessionState {
         let request = InferRequest {
             model: self.spec.model.clone(),
             max_tokens: self.spec.max_tokens,
-            system: self.system.to_string(),
+            system: self.system.clone(),
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             prompt_cache_key: Some(cache_key(
