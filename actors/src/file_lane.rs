@@ -1,5 +1,5 @@
-//! The lanes sessions' file work runs on: creating folders, staged files and results (trace
-//! files have their own thread, see [`crate::trace`]).
+//! The lanes sessions' file work runs on: creating folders, staged files, trace files and
+//! results (trace *lines* are written by their own thread, see [`crate::trace`]).
 //!
 //! That work can block for milliseconds on a busy disk, so it never runs on a runtime thread
 //! (every session sharing that thread would wait). Nor does it get a blocking-pool thread per
@@ -9,8 +9,8 @@
 //! the blocking pool.
 //!
 //! Two lanes, so that a session that is finishing (and will free its memory) never queues
-//! behind thousands of sessions that are starting: [`Lane::Begin`] for a session's folder
-//! and staged files, [`Lane::End`] for its result file.
+//! behind thousands of sessions that are starting: [`Lane::Begin`] for a session's folder,
+//! staged files and trace file, [`Lane::End`] for its result file.
 //!
 //! Syncs (`fsync`, `syncfs`) take no lane: one can take seconds, and a queue of creates must
 //! not wait behind it.
@@ -26,7 +26,7 @@ static END: Semaphore = Semaphore::const_new(PER_LANE);
 /// Which queue a file job waits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
-    /// A session setting up: its folder and staged files.
+    /// A session setting up: its folders, staged files and trace file.
     Begin,
     /// A session finishing: its result file.
     End,

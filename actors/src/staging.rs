@@ -2,7 +2,7 @@
 //!
 //! One `tools/<name>/murmur.yaml` per held tool (seed 000: the grant is the tool's existence, so
 //! a tool without a grant gets no folder at all), `MURMUR.md` listing the inventory (when there
-//! is one), `task.md` (for the root session), and the `out/` folder the result goes to.
+//! is one) and `task.md` (for the root session). `out/` is created with the result it holds.
 //! Artifact tools arrive already staged by the `mur` crate (their own manifest and payload);
 //! runtime-written tools get a manifest with `version: 0.0.0`, `runtime: tool`,
 //! `implementation: native`.
@@ -41,7 +41,6 @@ pub fn stage(
     if !tools.is_empty() {
         std::fs::create_dir(&tools_dir).or_else(exists_ok)?;
     }
-    std::fs::create_dir(records_dir.join("out")).or_else(exists_ok)?;
     for tool in tools {
         if !is_component(&tool.name) {
             return Err(io::Error::new(

@@ -266,8 +266,7 @@ impl SessionState {
     }
 
     /// Create the session's folders, staged files and trace file: one job on the
-    /// [`file_lane`]. (A delegated child holding no tool has nothing to stage but its folder,
-    /// which creating its trace file creates.)
+    /// [`file_lane`].
     pub(super) async fn stage(&mut self) -> Result<(), String> {
         let paths = self.spec.paths.clone();
         let tools = self.spec.tools.clone();
@@ -276,9 +275,6 @@ impl SessionState {
             .spawned_by
             .is_none()
             .then(|| self.spec.task.clone());
-        if tools.is_empty() && task.is_none() && paths.workdir == paths.records_dir {
-            return self.trace.open().await;
-        }
         let capsule = self.spec.capsule_name.clone();
         let trace = self.trace.clone();
         let work = move || {

@@ -386,14 +386,6 @@ impl TraceWriter {
         self.inner.create_and_queue()
     }
 
-    /// [`TraceWriter::create`] as a job of its own on the file lane.
-    pub async fn open(&self) -> Result<(), String> {
-        let this = self.clone();
-        crate::file_lane::run(crate::file_lane::Lane::Begin, move || this.create())
-            .await
-            .unwrap_or_else(Err)
-    }
-
     /// Wait until every line appended so far is written. Answers the file, if it exists, or
     /// the first error.
     async fn barrier(&self) -> Result<Option<Arc<File>>, String> {
@@ -470,13 +462,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_trace_that_cannot_be_created_is_reported_by_open_and_sync() {
+    async fn a_trace_that_cannot_be_created_is_reported_by_create_and_sync() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("blocker"), "a file, not a folder").unwrap();
         let path = dir.path().join("blocker/trace.jsonl");
         let w = TraceWriter::new(path, "ses_1".into());
         w.append(TraceEvent::new("session_start", None));
-        let err = w.open().await.unwrap_err();
+        let err = w.create().unwrap_err();
         assert!(err.starts_with("trace write failed: "), "{err}");
         assert!(err.contains("blocker/trace.jsonl"), "{err}");
         assert_eq!(w.sync(Durability::Written).await, Err(err));
@@ -519,7 +511,7 @@ mod tests {
             })
             .collect();
         for w in &writers {
-            w.open().await.unwrap();
+            w.create().unwrap();
         }
         for round in 0..3 {
             for w in &writers {
