@@ -102,7 +102,7 @@ fn spec(
         grants,
         task,
         paths,
-        mur::tools::executors(Duration::from_secs(60)),
+        mur::tools::executors(Duration::from_secs(60), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir()))),
     )
 }
 

@@ -13,6 +13,7 @@ use mur_actors::spec::{Grants, SessionPaths, SessionSpec, SpawnedBy};
 use mur_actors::tool::{ToolDecl, ToolKind};
 
 use crate::artifact;
+use crate::contain;
 use crate::diagnostic::Diagnostic;
 use crate::drivers::script::ScriptDriver;
 use crate::manifest::{self, BuiltinDriver, LoadedManifest, Manifest};
@@ -32,23 +33,45 @@ pub struct Placement {
     pub depth: u32,
     /// Set for children.
     pub spawned_by: Option<SpawnedBy>,
+    /// The containment floor from outside the manifest: `--containment` for the root, the
+    /// parent's floor for a child.
+    pub floor: Option<contain::Level>,
+    /// The runtime made the work folder (not `--workdir`).
+    pub owns_workdir: bool,
+}
+
+/// Where records of sessions run with `--workdir D` go: `~/.murmur/records/<D>/` (the absolute
+/// path of `D` mirrored below it), outside the tree their commands may write.
+pub fn records_root_for(workdir: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    let rel = workdir.strip_prefix("/").unwrap_or(workdir);
+    Some(PathBuf::from(home).join(".murmur/records").join(rel))
 }
 
 impl Placement {
-    /// The root session's folders: `<manifest dir>/workdir/<ses>/` by default; with `--workdir D`
-    /// the work folder is `D` and records go to `D/.murmur/<ses>/`.
+    /// The root session's folders. By default the work folder is `<manifest dir>/workdir/<ses>/`
+    /// and records go to `<manifest dir>/workdir/.murmur/<ses>/`, beside it. With `--workdir D`
+    /// the work folder is `D` and records go to `~/.murmur/records/<D>/<ses>/` (or, when that
+    /// lies inside `D` or there is no `HOME`, to `D/.murmur/<ses>/`, which caps containment at
+    /// advisory). Records are never inside a tree a command may write.
     pub fn root(manifest_dir: &Path, workdir: Option<&Path>) -> Placement {
         let session_id = mur_actors::ids::session_id();
         let paths = match workdir {
-            Some(d) => SessionPaths {
-                workdir: d.to_path_buf(),
-                records_dir: d.join(".murmur").join(&session_id),
-            },
-            None => {
-                let dir = manifest_dir.join("workdir").join(&session_id);
+            Some(d) => {
+                let records_dir = records_root_for(d)
+                    .filter(|r| !r.starts_with(d))
+                    .unwrap_or_else(|| d.join(".murmur"))
+                    .join(&session_id);
                 SessionPaths {
-                    workdir: dir.clone(),
-                    records_dir: dir,
+                    workdir: d.to_path_buf(),
+                    records_dir,
+                }
+            }
+            None => {
+                let base = manifest_dir.join("workdir");
+                SessionPaths {
+                    workdir: base.join(&session_id),
+                    records_dir: base.join(".murmur").join(&session_id),
                 }
             }
         };
@@ -57,6 +80,8 @@ impl Placement {
             paths,
             depth: 0,
             spawned_by: None,
+            floor: None,
+            owns_workdir: workdir.is_none(),
         }
     }
 }
@@ -84,6 +109,7 @@ pub fn grants(m: &Manifest) -> Grants {
             .as_ref()
             .map(|n| n.allow.clone())
             .unwrap_or_default(),
+        containment_floor: None,
     }
 }
 
@@ -234,7 +260,32 @@ pub fn session_spec_with(
         ));
     };
     let (operator_prompt, source) = system_prompt(loaded)?;
-    let grants = grants(m);
+    let mut grants = grants(m);
+    // Containment is decided before anything is staged: a refusal leaves nothing behind.
+    let decision = contain::decide::decide(
+        m,
+        &loaded.path,
+        &place.paths.workdir,
+        &place.paths.records_dir,
+        place.floor,
+    )?;
+    if place.spawned_by.is_none() {
+        for w in &decision.warnings {
+            eprintln!("{w}");
+        }
+    }
+    let policy = decision.policy;
+    grants.containment_floor = Some(policy.declared.as_str().to_string());
+    let containment = mur_actors::spec::ContainmentFacts {
+        declared: policy.declared.as_str().into(),
+        achieved: policy.achieved.as_str().into(),
+        workdir_exec: policy.workdir_exec,
+    };
+    let sandbox = Arc::new(contain::Sandbox::new(
+        policy,
+        place.paths.workdir.clone(),
+        std::env::temp_dir().join(format!("mur-{}", place.session_id)),
+    ));
     // Declared artifacts, checked against their pins and extracted into the session's tools/.
     let staged = artifact::stage_declared(loaded, &place.paths.records_dir)?;
     let mut tools: Vec<ToolDecl> = provided::provided_tools(&grants)
@@ -254,8 +305,8 @@ pub fn session_spec_with(
         }
         _ => None,
     };
-    let gate = policy_gate(&staged, &grants, &place.paths);
-    let mut executors = crate::tools::executors(m.capabilities.limits.deadline());
+    let gate = policy_gate(&staged, &grants, &place.paths, &sandbox);
+    let mut executors = crate::tools::executors(m.capabilities.limits.deadline(), sandbox);
     let peer =
         crate::peer::peer_executors(m, &place.session_id, &place.paths.workdir).map_err(|e| {
             Diagnostic::error(
@@ -289,6 +340,8 @@ pub fn session_spec_with(
         delegation_deadline: Duration::from_secs(m.lifecycle.delegation_deadline_secs),
         gate,
         artifacts,
+        containment,
+        owns_workdir: place.owns_workdir,
     })
 }
 
@@ -297,6 +350,7 @@ fn policy_gate(
     staged: &artifact::StagedArtifacts,
     grants: &Grants,
     paths: &SessionPaths,
+    sandbox: &Arc<contain::Sandbox>,
 ) -> Option<Arc<dyn CallGate>> {
     let hooks: Vec<PolicyHook> = staged
         .hooks
@@ -327,6 +381,7 @@ fn policy_gate(
             .collect(),
         workdir: paths.workdir.clone(),
         records_dir: paths.records_dir.clone(),
+        sandbox: sandbox.clone(),
     }))
 }
 

@@ -134,6 +134,13 @@ impl CapsuleResolver for ManifestResolver {
                 parent_session_id: r.parent_session_id.clone(),
                 delegation_id: r.delegation_id.clone(),
             }),
+            // A child is contained at least as tightly as its parent.
+            floor: r
+                .parent_grants
+                .containment_floor
+                .as_deref()
+                .and_then(crate::contain::Level::parse),
+            owns_workdir: true,
         };
         capsule::session_spec_with(loaded, driver, r.task.clone(), place).map_err(|d| {
             format!(

@@ -6,6 +6,7 @@
 pub mod artifact;
 pub mod capsule;
 pub mod children;
+pub mod contain;
 pub mod diagnostic;
 pub mod door;
 pub mod drivers;

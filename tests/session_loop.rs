@@ -24,7 +24,7 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
         workdir: records.clone(),
         records_dir: records,
     };
-    let executors = mur::tools::executors(Duration::from_secs(30));
+    let executors = mur::tools::executors(Duration::from_secs(30), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())));
     let mut spec = SessionSpec::new(
         session_id,
         "loop-test",
@@ -264,6 +264,7 @@ async fn policy_hooks_deny_calls_before_they_run_and_fail_closed() {
         native_tools: vec![],
         workdir: records.clone(),
         records_dir: records.clone(),
+        sandbox: Arc::new(mur::contain::Sandbox::uncontained(records.clone())),
     }));
     std::fs::create_dir_all(records.join("precious")).unwrap();
     let report = run(s, None).await;

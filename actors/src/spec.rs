@@ -27,6 +27,31 @@ pub struct Grants {
     pub install: bool,
     /// `capabilities.network.allow`.
     pub network_allow: Vec<String>,
+    /// The containment floor the session runs at (`advisory|scoped|sealed`): a child it
+    /// delegates to runs at least this contained. `None` when the embedder decides nothing.
+    pub containment_floor: Option<String>,
+}
+
+/// How a session's commands are contained, as its `session_start` line reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainmentFacts {
+    /// The floor asked for (`advisory|scoped|sealed`).
+    pub declared: String,
+    /// What the session's commands run under.
+    pub achieved: String,
+    /// `capabilities.filesystem.workdir_exec`.
+    pub workdir_exec: bool,
+}
+
+impl Default for ContainmentFacts {
+    /// An embedder that contains nothing: advisory.
+    fn default() -> Self {
+        ContainmentFacts {
+            declared: "advisory".into(),
+            achieved: "advisory".into(),
+            workdir_exec: false,
+        }
+    }
 }
 
 /// Where a session keeps its files.
@@ -34,7 +59,8 @@ pub struct Grants {
 pub struct SessionPaths {
     /// The accessible work folder: cwd of every command.
     pub workdir: PathBuf,
-    /// The records folder: `trace.jsonl`, `tools/`, `out/`, `MURMUR.md`, `task.md`.
+    /// The records folder: `trace.jsonl`, `tools/`, `out/`, `MURMUR.md`, `task.md`. Never
+    /// inside `workdir`, so no contained command can reach it.
     pub records_dir: PathBuf,
 }
 
@@ -105,6 +131,11 @@ pub struct SessionSpec {
     pub gate: Option<Arc<dyn crate::dispatcher::CallGate>>,
     /// The capsule's pull service (`capabilities.install`); `None` without the grant.
     pub artifacts: Option<Arc<dyn crate::registry::ArtifactSource>>,
+    /// How its commands are contained (reported in `session_start`).
+    pub containment: ContainmentFacts,
+    /// The runtime made the work folder for this session (not `--workdir`): staging links
+    /// `tools/` there, so the model finds `tools/<name>/murmur.yaml` in its own folder.
+    pub owns_workdir: bool,
 }
 
 impl SessionSpec {
@@ -144,6 +175,8 @@ impl SessionSpec {
             delegation_deadline: std::time::Duration::from_secs(600),
             gate: None,
             artifacts: None,
+            containment: ContainmentFacts::default(),
+            owns_workdir: false,
         }
     }
 }

@@ -68,6 +68,18 @@ pub fn stage(
     Ok(())
 }
 
+/// Make `workdir/tools` a link to the records' `tools/`, so the staged manifests are readable
+/// from the work folder at the seed's path while staying out of a command's reach (records are
+/// never inside the writable tree; a command may remove the link, never the manifests). An
+/// existing `tools` entry is left alone.
+pub fn link_tools(workdir: &Path, records_dir: &Path) -> io::Result<()> {
+    let link = workdir.join("tools");
+    if link.symlink_metadata().is_ok() {
+        return Ok(());
+    }
+    std::os::unix::fs::symlink(records_dir.join("tools"), link).or_else(exists_ok)
+}
+
 /// Treat "already exists" as success when creating a folder.
 fn exists_ok(e: io::Error) -> io::Result<()> {
     if e.kind() == io::ErrorKind::AlreadyExists {

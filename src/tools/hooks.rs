@@ -45,6 +45,8 @@ pub struct HookGate {
     pub workdir: PathBuf,
     /// Where its oversized output goes.
     pub records_dir: PathBuf,
+    /// The session's sandbox (a hook reads its event and writes nothing of the project).
+    pub sandbox: std::sync::Arc<crate::contain::Sandbox>,
 }
 
 /// What one hook said.
@@ -55,9 +57,13 @@ enum Verdict {
 
 impl HookGate {
     async fn ask(&self, hook: &PolicyHook, event: &Value) -> Result<Verdict, String> {
-        let answered = answer_json(
+        let cmd = self.sandbox.command(
             &hook.entrypoint,
             &self.workdir,
+            crate::contain::Profile::Hook(hook.entrypoint.clone()),
+        )?;
+        let answered = answer_json(
+            cmd,
             &self.records_dir,
             "hook",
             &event.to_string(),
@@ -66,6 +72,7 @@ impl HookGate {
         .await
         .map_err(|e| match e {
             NoAnswer::Start(e) => format!("cannot start {}: {e}", hook.entrypoint.display()),
+            NoAnswer::Sandbox(e) => e,
             NoAnswer::Deadline => {
                 format!("it did not answer within {} s", HOOK_DEADLINE.as_secs())
             }

@@ -15,11 +15,15 @@ use std::time::Duration;
 
 use mur_actors::tool::Executors;
 
-/// The executors `mur run` uses; `deadline` bounds one shell command or native tool call.
-pub fn executors(deadline: Duration) -> Executors {
+/// The executors `mur run` uses; `deadline` bounds one shell command or native tool call, and
+/// every process they start runs in `sandbox`.
+pub fn executors(deadline: Duration, sandbox: Arc<crate::contain::Sandbox>) -> Executors {
     Executors {
-        shell: Arc::new(shell::ShellExecutor { deadline }),
-        native: Arc::new(native::NativeExecutor),
+        shell: Arc::new(shell::ShellExecutor {
+            deadline,
+            sandbox: sandbox.clone(),
+        }),
+        native: Arc::new(native::NativeExecutor { sandbox }),
         skill: Arc::new(skill::SkillExecutor),
         runtime: Default::default(),
     }

@@ -11,8 +11,11 @@ use serde_json::{json, Value};
 
 use super::process::{answer_json, NoAnswer};
 
-/// Runs native tool artifacts.
-pub struct NativeExecutor;
+/// Runs native tool artifacts, each call inside the session's sandbox.
+pub struct NativeExecutor {
+    /// The session's sandbox.
+    pub sandbox: std::sync::Arc<crate::contain::Sandbox>,
+}
 
 /// What a native tool prints on stdout.
 #[derive(Debug, Deserialize)]
@@ -36,9 +39,16 @@ impl ToolExecutor for NativeExecutor {
             return Err(format!("tool '{name}' is not a native tool"));
         };
         let input = json!({ "data": request.input }).to_string();
+        let cmd = self
+            .sandbox
+            .command(
+                entrypoint,
+                &request.workdir,
+                crate::contain::Profile::Native(entrypoint.clone()),
+            )
+            .map_err(|e| format!("tool '{name}' cannot start: {e}"))?;
         let answered = answer_json(
-            entrypoint,
-            &request.workdir,
+            cmd,
             &request.records_dir,
             name,
             &input,
@@ -49,6 +59,7 @@ impl ToolExecutor for NativeExecutor {
             NoAnswer::Start(e) => {
                 format!("tool '{name}' cannot start ({}): {e}", entrypoint.display())
             }
+            NoAnswer::Sandbox(e) => format!("tool '{name}' cannot start: {e}"),
             NoAnswer::Deadline => format!(
                 "tool '{name}' was still running after {} s and was killed (capabilities.limits.deadline_seconds)",
                 deadline.as_secs()

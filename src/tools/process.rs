@@ -38,16 +38,18 @@ pub struct Answered {
 pub enum NoAnswer {
     /// It could not be started.
     Start(std::io::Error),
+    /// Its sandbox could not be built.
+    Sandbox(String),
     /// It was still running at the deadline (its process group was killed).
     Deadline,
 }
 
-/// Run `program` in `workdir` in its own process group, write `input` to its stdin, and collect
-/// both streams (spooled to `records_dir/logs/<label>-…` past the cap). The protocol of native
-/// tools and policy hooks alike.
+/// Run `cmd` (built by the session's [`crate::contain::Sandbox`]: contained, in its own
+/// process group), write `input` to its stdin, and collect both streams (spooled to
+/// `records_dir/logs/<label>-…` past the cap). The protocol of native tools and policy hooks
+/// alike.
 pub async fn answer_json(
-    program: &std::path::Path,
-    workdir: &std::path::Path,
+    mut cmd: tokio::process::Command,
     records_dir: &std::path::Path,
     label: &str,
     input: &str,
@@ -56,13 +58,10 @@ pub async fn answer_json(
     use std::process::Stdio;
     use tokio::io::AsyncWriteExt;
 
-    let mut child = tokio::process::Command::new(program)
-        .current_dir(workdir)
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
         .spawn()
         .map_err(NoAnswer::Start)?;
     let _group = GroupGuard::new(child.id());

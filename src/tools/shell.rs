@@ -21,10 +21,12 @@ use serde_json::Value;
 use super::capture::{capture, Captured};
 use super::process::GroupGuard;
 
-/// Runs shell tools.
+/// Runs shell tools, each command inside the session's sandbox.
 pub struct ShellExecutor {
     /// Commands still running after this are killed.
     pub deadline: Duration,
+    /// The session's sandbox.
+    pub sandbox: std::sync::Arc<crate::contain::Sandbox>,
 }
 
 /// Find `binary` on `PATH`, as an absolute path.
@@ -66,14 +68,15 @@ impl ShellExecutor {
         workdir: &Path,
         records_dir: &Path,
     ) -> Result<Finished, String> {
-        let mut child = tokio::process::Command::new(program)
+        let mut cmd = self
+            .sandbox
+            .command(program, workdir, crate::contain::Profile::Shell)
+            .map_err(|e| format!("shell execution failed: cannot contain {}: {e}", program.display()))?;
+        let mut child = cmd
             .args(args)
-            .current_dir(workdir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
             .spawn()
             .map_err(|e| {
                 format!(

@@ -2,9 +2,10 @@
 //!
 //! Seed 001 lists the spellings: nothing (the newest session), `@N` counting back from the
 //! newest, the last 4 or more characters of an id, the full id, or a path to a `trace.jsonl`.
-//! Sessions are found in a work folder in either layout of SPEC §9: `<workdir>/ses_<id>/`
-//! (the default, `<manifest dir>/workdir`) or `<workdir>/.murmur/ses_<id>/` (a run given
-//! `--workdir`). Ids are UUIDv7, so sorting names sorts sessions by start time. A full id or a
+//! Sessions are found from a work folder in every layout `mur` has written: records in
+//! `<workdir>/.murmur/ses_<id>/` (the default, `<manifest dir>/workdir`, since records moved out
+//! of the work folders), in `~/.murmur/records/<workdir>/ses_<id>/` (a run given `--workdir`),
+//! and the older layout where a session's folder `<workdir>/ses_<id>/` held its trace. Ids are UUIDv7, so sorting names sorts sessions by start time. A full id or a
 //! suffix that names no top-level session is also looked up among delegated children
 //! (`children/ses_<id>/`), so an id printed in a delegation tree can be opened directly.
 
@@ -131,8 +132,9 @@ pub fn resolve(address: Option<&str>, workdir: &Path) -> Result<PathBuf, Diagnos
     }
 }
 
-/// The session folders of a work folder, newest first, from both layouts
-/// (`<workdir>/ses_*` and `<workdir>/.murmur/ses_*`).
+/// The session folders of a work folder, newest first, from every layout
+/// (`<workdir>/.murmur/ses_*`, `~/.murmur/records/<workdir>/ses_*`, and `<workdir>/ses_*` when
+/// it holds a trace: a work folder of the current layout holds none).
 ///
 /// A work folder that does not exist or holds no session is `E-TRC-002`.
 pub fn sessions(workdir: &Path) -> Result<Vec<SessionDir>, Diagnostic> {
@@ -147,8 +149,15 @@ pub fn sessions(workdir: &Path) -> Result<Vec<SessionDir>, Diagnostic> {
         ));
     }
     let mut out = Vec::new();
-    scan(workdir, &mut out);
     scan(&murmur, &mut out);
+    let absolute = std::path::absolute(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+    if let Some(home) = crate::capsule::records_root_for(&absolute) {
+        scan(&home, &mut out);
+    }
+    let mut old = Vec::new();
+    scan(workdir, &mut old);
+    // A work folder (current layout) has no trace beside it; its records were found above.
+    out.extend(old.into_iter().filter(|s| s.trace().is_file()));
     out.sort_by(|a, b| b.id.cmp(&a.id));
     out.dedup_by(|a, b| a.id == b.id);
     if out.is_empty() {

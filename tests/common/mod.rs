@@ -56,14 +56,27 @@ impl Project {
         mur().args(args).current_dir(self.path()).output().unwrap()
     }
 
-    /// The session folders under `workdir/`.
+    /// The sessions' records folders (`workdir/.murmur/ses_*`: trace, out/, staged tools).
     pub fn sessions(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(self.path().join("workdir"))
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        v.sort();
-        v
+        list(&self.path().join("workdir/.murmur"))
     }
+
+    /// The sessions' work folders (`workdir/ses_*`: where their commands run).
+    pub fn work_folders(&self) -> Vec<PathBuf> {
+        list(&self.path().join("workdir"))
+            .into_iter()
+            .filter(|p| p.file_name().unwrap() != ".murmur")
+            .collect()
+    }
+}
+
+/// The entries of a folder, sorted (none when it does not exist).
+pub fn list(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
 }
 
 /// Copy a folder tree (skipping `workdir/`).

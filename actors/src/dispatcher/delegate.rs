@@ -56,8 +56,10 @@ impl DelegateCtx {
             delegation_id: ids::mint("dlg_"),
             parent_session_id: self.session_id.clone(),
             parent_grants: self.parent_grants.clone(),
+            // The child's work folder sits inside its records folder, beside (never above) its
+            // trace: its commands may write `work/`, not the records around it.
             paths: SessionPaths {
-                workdir: records.clone(),
+                workdir: records.join("work"),
                 records_dir: records,
             },
             depth: self.depth + 1,

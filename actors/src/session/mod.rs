@@ -277,18 +277,25 @@ impl SessionState {
             .then(|| self.spec.task.clone());
         let capsule = self.spec.capsule_name.clone();
         let trace = self.trace.clone();
+        let owns_workdir = self.spec.owns_workdir;
         let work = move || {
-            let dirs: &[&std::path::PathBuf] = if paths.workdir == paths.records_dir {
-                &[&paths.records_dir]
-            } else {
-                &[&paths.records_dir, &paths.workdir]
-            };
+            // A session holding no tool runs no command: its work folder is never made.
+            let dirs: &[&std::path::PathBuf] =
+                if paths.workdir == paths.records_dir || tools.is_empty() {
+                    &[&paths.records_dir]
+                } else {
+                    &[&paths.records_dir, &paths.workdir]
+                };
             for dir in dirs {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             staging::stage(&paths.records_dir, &tools, task.as_deref(), &capsule)
                 .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))?;
+            if owns_workdir && !tools.is_empty() {
+                staging::link_tools(&paths.workdir, &paths.records_dir)
+                    .map_err(|e| format!("cannot stage {}: {e}", paths.workdir.display()))?;
+            }
             trace.create()
         };
         file_lane::run(Lane::Begin, work).await.unwrap_or_else(Err)
@@ -412,6 +419,9 @@ impl Actor for Session {
             .with("max_turns", spec.max_turns)
             .with("capabilities", capabilities)
             .with("tools_declared", &tools_declared)
+            .with("containment_declared", &spec.containment.declared)
+            .with("containment_achieved", &spec.containment.achieved)
+            .with("workdir_exec", spec.containment.workdir_exec)
             .with(
                 "effective_grants",
                 json!({

@@ -1,0 +1,251 @@
+//! Deciding a session's containment at launch: the floor, what the host achieves, and the rules.
+//!
+//! Runs before a session starts, so every refusal (E-CAP-003, E-CAP-012, E-CAP-016) leaves
+//! nothing behind. Warnings (W-SEC-005 when a command will run less contained than `scoped`,
+//! W-SEC-011 for `workdir_exec`, W-SEC-009 for interpreter runtimes) are returned to the caller,
+//! which prints each once.
+
+use std::path::{Path, PathBuf};
+
+use super::env::{stripped_by_backstop, EnvPlan};
+use super::host::{host, Host, Namespaces};
+use super::{floor_problem, fs, host_level, Level, Limits, Policy};
+use crate::diagnostic::Diagnostic;
+use crate::manifest::gateway::Credential;
+use crate::manifest::{env::env_reference, Manifest};
+
+/// Toolchain homes found under the real `HOME`: when a capsule grants one in
+/// `shell.interpreter_runtime`, its variable is set so the toolchain is found although the
+/// command's `HOME` is its scratch folder.
+pub const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
+    ("RUSTUP_HOME", ".rustup"),
+    ("CARGO_HOME", ".cargo"),
+    ("PYENV_ROOT", ".pyenv"),
+    ("NVM_DIR", ".nvm"),
+];
+
+/// What a launch decided.
+#[derive(Debug)]
+pub struct Decision {
+    /// The policy the session's sandbox enforces.
+    pub policy: Policy,
+    /// Warnings to print once.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// The variables gateways bind with `api_key: ${NAME}`: never passed to a command.
+pub fn gateway_names(m: &Manifest) -> Vec<String> {
+    m.artifacts
+        .iter()
+        .filter_map(|a| match a.gateway.as_ref().map(|g| &g.credential) {
+            Some(Credential::ApiKey(raw)) => env_reference(raw).map(str::to_string),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Decide the containment of a session of `m` whose work folder is `work` and records are
+/// `records`; `floor` is the floor from outside the manifest (`--containment`, the parent's).
+pub fn decide(
+    m: &Manifest,
+    label: &Path,
+    work: &Path,
+    records: &Path,
+    floor: Option<Level>,
+) -> Result<Decision, Diagnostic> {
+    decide_on(host(), m, label, work, records, floor)
+}
+
+/// [`decide`] on a given host reading (tests use made-up hosts).
+pub fn decide_on(
+    h: &Host,
+    m: &Manifest,
+    label: &Path,
+    work: &Path,
+    records: &Path,
+    floor: Option<Level>,
+) -> Result<Decision, Diagnostic> {
+    let file = label.display();
+    let caps = &m.capabilities;
+    let fsc = caps.filesystem.clone().unwrap_or_default();
+    let shell = caps.shell.clone().unwrap_or_default();
+    let mut warnings = Vec::new();
+
+    // E-CAP-016: a pass-through of a name the backstop strips.
+    let env_allow = caps.env.as_ref().map(|e| e.allow.clone()).unwrap_or_default();
+    for (field, list) in [
+        ("capabilities.shell.baseline_env", &shell.baseline_env),
+        ("capabilities.env.allow", &env_allow),
+    ] {
+        if let Some(bad) = list.iter().find(|n| stripped_by_backstop(n)) {
+            return Err(Diagnostic::error(
+                "E-CAP-016",
+                format!(
+                    "{file}: {field} names '{bad}', a variable the credential backstop strips; credentials never reach a command"
+                ),
+            )
+            .with_hint("pass a credential to the model's driver with gateway.api_key: ${NAME}, never to a tool"));
+        }
+    }
+
+    // The floor: the manifest's, `--containment`, the parent's; the highest wins. Unset, it is
+    // `scoped` where the host can give it (advisory for a capsule that executes its workdir).
+    let declared = [caps.containment, floor].into_iter().flatten().max();
+    let records_in_work = records.starts_with(work);
+    let declared = declared.unwrap_or(if h.can_scope() && !fsc.workdir_exec && !records_in_work {
+        Level::Scoped
+    } else {
+        Level::Advisory
+    });
+    if let Some(why) = floor_problem(h, declared, fsc.workdir_exec, records_in_work) {
+        let hint = if fsc.workdir_exec {
+            "drop filesystem.workdir_exec, or declare capabilities.containment: advisory"
+        } else {
+            "run on a host that has it (`mur doctor` shows what this one enforces), or declare capabilities.containment: advisory"
+        };
+        return Err(Diagnostic::error("E-CAP-003", format!("{file}: {why}")).with_hint(hint));
+    }
+
+    let mut achieved = match host_level(h) {
+        Level::Sealed if declared == Level::Sealed => Level::Sealed,
+        Level::Sealed => Level::Scoped,
+        l => l,
+    };
+    if fsc.workdir_exec || records_in_work {
+        achieved = Level::Advisory;
+    }
+    if fsc.workdir_exec {
+        warnings.push(Diagnostic::warning(
+            "W-SEC-011",
+            format!(
+                "{file}: capabilities.filesystem.workdir_exec: true lets commands execute files in the work folder; containment is advisory at most"
+            ),
+        ));
+    }
+    if achieved == Level::Advisory {
+        let missing = if fsc.workdir_exec {
+            "files the work folder holds can be executed".to_string()
+        } else if records_in_work {
+            "the records folder is inside the work folder".to_string()
+        } else {
+            h.scoped_missing().unwrap_or_default()
+        };
+        warnings.push(Diagnostic::warning(
+            "W-SEC-005",
+            format!(
+                "{file}: commands run with advisory containment: {missing}; `mur doctor` shows what this host enforces"
+            ),
+        ));
+    }
+
+    // The writable scope.
+    let writable = match fsc.scope.as_deref() {
+        None | Some(".") => work.to_path_buf(),
+        Some(s) => work.join(s),
+    };
+    // E-CAP-012: Landlock cannot take write access back below a writable folder.
+    for (i, ro) in fsc.read_only.iter().enumerate() {
+        let bad = ro.starts_with('/') || ro.split('/').any(|p| p == "..");
+        if bad {
+            return Err(Diagnostic::error(
+                "E-CAP-012",
+                format!("{file}: capabilities.filesystem.read_only[{i}] '{ro}' is not a path inside the work folder"),
+            ));
+        }
+        if work.join(ro).starts_with(&writable) && achieved != Level::Advisory {
+            return Err(Diagnostic::error(
+                "E-CAP-012",
+                format!(
+                    "{file}: capabilities.filesystem.read_only[{i}] '{ro}' lies inside the writable scope '{}'; the sandbox cannot take write access back from a folder inside it",
+                    fsc.scope.as_deref().unwrap_or(".")
+                ),
+            )
+            .with_hint("narrow capabilities.filesystem.scope to the folder the capsule writes: the rest of the work folder is then read-only"));
+        }
+    }
+
+    // Granted binaries, resolved to the files that run.
+    let binaries: Vec<PathBuf> = shell
+        .allow
+        .iter()
+        .filter_map(|b| crate::tools::shell::which(b))
+        .map(|p| super::canonical(&p))
+        .collect();
+    let runtime_dirs: Vec<(PathBuf, bool)> = shell
+        .interpreter_runtime
+        .iter()
+        .flat_map(|r| r.dirs.iter().map(|d| (d.path.clone(), d.list_dir)))
+        .collect();
+    if !shell.interpreter_runtime.is_empty() {
+        let names: Vec<&str> = shell.interpreter_runtime.iter().map(|r| r.binary.as_str()).collect();
+        warnings.push(Diagnostic::warning(
+            "W-SEC-009",
+            format!(
+                "{file}: shell.interpreter_runtime lets {} read and execute {} folder(s) outside the work folder",
+                names.join(", "),
+                runtime_dirs.len()
+            ),
+        ));
+    }
+
+    let net = caps.network.clone().unwrap_or_default();
+    let network = !net.allow.is_empty();
+    let connect = if network { fs::granted_ports(&net.allow) } else { Some(Vec::new()) };
+
+    let gateways = gateway_names(m);
+    let mut env = EnvPlan::new(
+        std::env::vars_os(),
+        &shell.baseline_env,
+        &shell.strip_env,
+        &gateways,
+    )
+    .map_err(|e| {
+        Diagnostic::error(
+            "E-MAN-003",
+            format!("{file}: invalid capability config for 'capabilities.shell': {e}"),
+        )
+    })?;
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        for (var, dir) in TOOLCHAIN_HOMES {
+            let path = home.join(dir);
+            let granted = runtime_dirs.iter().any(|(p, _)| p == &path);
+            let set = env.vars.iter().any(|(k, _)| k == *var);
+            if granted && !set && std::env::var_os(var).is_none() {
+                env.vars.push(((*var).into(), path.into_os_string()));
+            }
+        }
+    }
+
+    let r = &caps.resources;
+    let d = Limits::default();
+    let limits = Limits {
+        max_processes: r.max_processes.unwrap_or(d.max_processes),
+        max_open_files: r.max_open_files.unwrap_or(d.max_open_files),
+        max_file_size_bytes: r.max_file_size_bytes.unwrap_or(d.max_file_size_bytes),
+        cpu_seconds: r.cpu_seconds.unwrap_or(d.cpu_seconds),
+        memory_bytes: r.memory_bytes.unwrap_or(d.memory_bytes),
+    };
+
+    let policy = Policy {
+        declared,
+        achieved,
+        landlock_abi: h.landlock_abi,
+        namespaces: h.namespaces,
+        seccomp: h.seccomp,
+        private_net: achieved == Level::Sealed && h.net_namespace,
+        workdir_exec: fsc.workdir_exec,
+        writable,
+        staged_tools: records.join("tools"),
+        binaries,
+        runtime_dirs,
+        network,
+        connect,
+        unix_sockets: net.unix_sockets,
+        env,
+        limits,
+    };
+    if policy.namespaces == Namespaces::None {
+        tracing::debug!("commands run without their own PID namespace: daemons can outlive a call");
+    }
+    Ok(Decision { policy, warnings })
+}

@@ -1,0 +1,175 @@
+//! What this host's kernel can enforce, probed once per process.
+//!
+//! Containment is decided per session from one reading of the host: the Landlock ABI (which
+//! file, network and scope rules exist), whether a command can get its own user and PID
+//! namespaces (so its whole process tree dies with it), and whether seccomp filters load. The
+//! probe forks once (for the namespaces) and is cached: sessions pay nothing for it.
+
+use std::sync::OnceLock;
+
+/// The Landlock ABI that enforces TCP connect/bind rules.
+pub const LANDLOCK_NET_ABI: i32 = 4;
+/// The Landlock ABI that scopes signals and abstract UNIX sockets to the sandbox.
+pub const LANDLOCK_SCOPE_ABI: i32 = 6;
+
+/// How a command's process tree is bounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Namespaces {
+    /// Its own user and PID namespaces: the kernel kills every process of the tree when the
+    /// command's first process ends.
+    UserPid,
+    /// Its own PID namespace only (we hold CAP_SYS_ADMIN but cannot create a user namespace).
+    Pid,
+    /// Neither: the command's process group is killed; a process that leaves the group
+    /// (`setsid`) can outlive the call.
+    None,
+}
+
+/// The host's enforcement primitives.
+#[derive(Clone, Debug)]
+pub struct Host {
+    /// Landlock ABI version (0 when the kernel has no Landlock or it is disabled).
+    pub landlock_abi: i32,
+    /// What bounds a command's process tree.
+    pub namespaces: Namespaces,
+    /// A seccomp filter can be loaded.
+    pub seccomp: bool,
+    /// A command can get its own network namespace (used by `sealed` when no network is
+    /// granted).
+    pub net_namespace: bool,
+}
+
+impl Host {
+    /// Landlock restricts files and TCP (ABI 4 or later): what `scoped` needs.
+    pub fn can_scope(&self) -> bool {
+        self.landlock_abi >= LANDLOCK_NET_ABI && self.seccomp
+    }
+
+    /// What `sealed` needs beyond `scoped`: signal scoping, and namespaces that bound the
+    /// process tree and can cut the network off.
+    pub fn can_seal(&self) -> bool {
+        self.can_scope()
+            && self.landlock_abi >= LANDLOCK_SCOPE_ABI
+            && self.namespaces != Namespaces::None
+            && self.net_namespace
+    }
+
+    /// What keeps this host from `scoped`, as a phrase (`None` when nothing does).
+    pub fn scoped_missing(&self) -> Option<String> {
+        if self.landlock_abi == 0 {
+            Some("Landlock is not available in this kernel (Linux 6.7 or later with landlock in the lsm= list)".into())
+        } else if self.landlock_abi < LANDLOCK_NET_ABI {
+            Some(format!(
+                "Landlock ABI {} cannot restrict TCP (ABI {LANDLOCK_NET_ABI}, Linux 6.7, is needed)",
+                self.landlock_abi
+            ))
+        } else if !self.seccomp {
+            Some("seccomp filters cannot be loaded on this host".into())
+        } else {
+            None
+        }
+    }
+
+    /// What keeps this host from `sealed`, as a phrase.
+    pub fn sealed_missing(&self) -> Option<String> {
+        if let Some(m) = self.scoped_missing() {
+            return Some(m);
+        }
+        if self.landlock_abi < LANDLOCK_SCOPE_ABI {
+            Some(format!(
+                "Landlock ABI {} cannot scope signals (ABI {LANDLOCK_SCOPE_ABI}, Linux 6.12, is needed)",
+                self.landlock_abi
+            ))
+        } else if self.namespaces == Namespaces::None {
+            Some("commands cannot get their own PID namespace (unprivileged user namespaces are disabled)".into())
+        } else if !self.net_namespace {
+            Some("commands cannot get their own network namespace".into())
+        } else {
+            None
+        }
+    }
+}
+
+/// The host, probed on first use.
+pub fn host() -> &'static Host {
+    static HOST: OnceLock<Host> = OnceLock::new();
+    HOST.get_or_init(probe)
+}
+
+fn probe() -> Host {
+    let landlock_abi = landlock_abi();
+    let (namespaces, net_namespace) = probe_namespaces();
+    Host {
+        landlock_abi,
+        namespaces,
+        seccomp: seccomp_available(),
+        net_namespace,
+    }
+}
+
+fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute and the VERSION flag the call only returns a number.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        0
+    } else {
+        v as i32
+    }
+}
+
+fn seccomp_available() -> bool {
+    // SAFETY: reading the calling thread's seccomp mode has no side effect.
+    let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
+    // 0: no filter yet; 2: already filtered (a nested filter still loads).
+    mode == 0 || mode == 2
+}
+
+/// Try, in a forked child, what [`super::child`] does before exec: user + PID (+ network)
+/// namespaces, else PID (+ network) alone.
+fn probe_namespaces() -> (Namespaces, bool) {
+    let maps = super::child::IdMaps::current();
+    for (mode, net) in [
+        (Namespaces::UserPid, true),
+        (Namespaces::UserPid, false),
+        (Namespaces::Pid, true),
+        (Namespaces::Pid, false),
+    ] {
+        if try_in_child(|| {
+            // SAFETY: runs in the forked child, which only makes system calls and exits.
+            unsafe { super::child::enter_namespaces(mode, net, &maps).is_ok() }
+        }) {
+            return (mode, net);
+        }
+    }
+    (Namespaces::None, false)
+}
+
+/// Fork, run `f` in the child (system calls only) and report whether it returned true.
+fn try_in_child(f: impl Fn() -> bool) -> bool {
+    // SAFETY: the child runs only `f` (system calls on prepared data) and `_exit`s; the parent
+    // waits for it.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return false;
+        }
+        if pid == 0 {
+            libc::_exit(if f() { 0 } else { 1 });
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return false;
+            }
+        }
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}

@@ -1,0 +1,414 @@
+//! Containment: every process the runtime starts for a capsule runs inside a sandbox.
+//!
+//! Shell tools, native tool artifacts (declared or pulled), plan shell steps and policy hooks
+//! all start through [`Sandbox::command`]. The sandbox is applied in the child between fork and
+//! exec ([`child`]): its own user and PID namespaces (so its whole process tree dies with it),
+//! rlimits from `capabilities.resources`, `no_new_privs`, a Landlock ruleset ([`fs`]) and a
+//! seccomp deny list ([`syscalls`]); the environment is rebuilt from a baseline with every
+//! credential stripped ([`env`]).
+//!
+//! Levels follow upstream: the operator declares a floor (`capabilities.containment`,
+//! `mur run --containment`, the higher wins, a child never below its parent); the host decides
+//! what is enforced, always the most it can ([`host`]); the session reports what it achieved.
+//! `scoped` is Landlock (files, TCP) + seccomp; `sealed` adds signal scoping, namespaces that
+//! bound the process tree, and no network namespace at all when no network is granted. A
+//! declared floor the host cannot give is refused at launch (E-CAP-003); `workdir_exec: true`
+//! caps what is achieved at `advisory`, since a capsule that may run what it writes has given
+//! up the claim `scoped` makes. See docs/containment.md.
+
+pub mod child;
+pub mod decide;
+pub mod env;
+pub mod fs;
+pub mod host;
+pub mod syscalls;
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub use crate::manifest::Containment as Level;
+
+use child::ChildPlan;
+use host::{Host, Namespaces};
+
+/// The upstream default of `capabilities.resources` keys, applied per command.
+pub mod defaults {
+    /// `max_processes`.
+    pub const MAX_PROCESSES: u64 = 128;
+    /// `max_open_files`.
+    pub const MAX_OPEN_FILES: u64 = 1024;
+    /// `max_file_size_bytes` (4 GiB).
+    pub const MAX_FILE_SIZE_BYTES: u64 = 4 << 30;
+    /// `cpu_seconds`.
+    pub const CPU_SECONDS: u64 = 3600;
+    /// `memory_bytes` (2 GiB of address space).
+    pub const MEMORY_BYTES: u64 = 2 << 30;
+}
+
+impl Level {
+    /// The level's word in manifests and traces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Advisory => "advisory",
+            Level::Scoped => "scoped",
+            Level::Sealed => "sealed",
+        }
+    }
+
+    /// Parse `advisory|scoped|sealed`.
+    pub fn parse(word: &str) -> Option<Level> {
+        match word.trim() {
+            "advisory" => Some(Level::Advisory),
+            "scoped" => Some(Level::Scoped),
+            "sealed" => Some(Level::Sealed),
+            _ => None,
+        }
+    }
+}
+
+/// Per-command resource limits (`capabilities.resources`, upstream defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// RLIMIT_NPROC, applied when the command has its own user namespace (root is exempt).
+    pub max_processes: u64,
+    /// RLIMIT_NOFILE.
+    pub max_open_files: u64,
+    /// RLIMIT_FSIZE.
+    pub max_file_size_bytes: u64,
+    /// RLIMIT_CPU.
+    pub cpu_seconds: u64,
+    /// RLIMIT_AS.
+    pub memory_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_processes: defaults::MAX_PROCESSES,
+            max_open_files: defaults::MAX_OPEN_FILES,
+            max_file_size_bytes: defaults::MAX_FILE_SIZE_BYTES,
+            cpu_seconds: defaults::CPU_SECONDS,
+            memory_bytes: defaults::MEMORY_BYTES,
+        }
+    }
+}
+
+/// Everything a session's sandbox is built from, decided at launch.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// The floor asked for.
+    pub declared: Level,
+    /// What the session's commands run under.
+    pub achieved: Level,
+    /// Whether Landlock is applied (the host has it).
+    pub landlock_abi: i32,
+    /// What bounds a command's process tree.
+    pub namespaces: Namespaces,
+    /// Seccomp filters are loaded.
+    pub seccomp: bool,
+    /// Commands get a network namespace of their own (sealed, no network granted).
+    pub private_net: bool,
+    /// `filesystem.workdir_exec`.
+    pub workdir_exec: bool,
+    /// The writable part of the work folder (`filesystem.scope`, else the whole folder).
+    pub writable: PathBuf,
+    /// Where the session's staged tool manifests are (readable, never writable).
+    pub staged_tools: PathBuf,
+    /// Granted binaries, resolved to the files that run.
+    pub binaries: Vec<PathBuf>,
+    /// `shell.interpreter_runtime` paths: `(path, list_dir)`.
+    pub runtime_dirs: Vec<(PathBuf, bool)>,
+    /// `network.allow` is non-empty.
+    pub network: bool,
+    /// Ports TCP may connect to (`None`: any).
+    pub connect: Option<Vec<u16>>,
+    /// `network.unix_sockets`.
+    pub unix_sockets: bool,
+    /// Environment plan.
+    pub env: env::EnvPlan,
+    /// Resource limits.
+    pub limits: Limits,
+}
+
+/// What kind of process a command is, which decides its rules.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// A shell tool or plan shell step.
+    Shell,
+    /// A native tool artifact with this staged entrypoint.
+    Native(PathBuf),
+    /// A policy hook with this entrypoint: reads its event, writes nothing.
+    Hook(PathBuf),
+}
+
+/// A session's sandbox: builds contained commands. One per session, shared by its executors.
+pub struct Sandbox {
+    policy: Option<Policy>,
+    work: PathBuf,
+    scratch: PathBuf,
+    rulesets: Mutex<HashMap<Profile, Arc<OwnedFd>>>,
+    runtime_pid: libc::pid_t,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("policy", &self.policy)
+            .field("work", &self.work)
+            .finish()
+    }
+}
+
+impl Sandbox {
+    /// A sandbox enforcing `policy` for commands that run in `work`; `scratch` holds their
+    /// `HOME` and `TMPDIR` (created at the first command, removed with the sandbox).
+    pub fn new(policy: Policy, work: PathBuf, scratch: PathBuf) -> Sandbox {
+        Sandbox {
+            policy: Some(policy),
+            work,
+            scratch,
+            rulesets: Mutex::new(HashMap::new()),
+            // SAFETY: getpid cannot fail.
+            runtime_pid: unsafe { libc::getpid() },
+        }
+    }
+
+    /// No containment at all: commands inherit `mur`'s environment and authority. Only for
+    /// embedding the kernel where the caller contains things itself, and for the benchmark
+    /// that measures what containment costs.
+    pub fn uncontained(work: PathBuf) -> Sandbox {
+        Sandbox {
+            policy: None,
+            scratch: work.clone(),
+            work,
+            rulesets: Mutex::new(HashMap::new()),
+            runtime_pid: 0,
+        }
+    }
+
+    /// The policy, when contained.
+    pub fn policy(&self) -> Option<&Policy> {
+        self.policy.as_ref()
+    }
+
+    /// A command running `program` in `cwd` under this sandbox, with stdio left to the caller.
+    pub fn command(
+        &self,
+        program: &Path,
+        cwd: &Path,
+        profile: Profile,
+    ) -> Result<tokio::process::Command, String> {
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.current_dir(cwd).process_group(0).kill_on_drop(true);
+        let Some(policy) = &self.policy else {
+            return Ok(cmd);
+        };
+        let (home, tmp) = self.scratch_dirs(&profile)?;
+        cmd.env_clear();
+        cmd.envs(policy.env.vars.iter().map(|(k, v)| (k, v)));
+        cmd.env("HOME", &home).env("TMPDIR", &tmp);
+        let ruleset = if policy.landlock_abi > 0 {
+            Some(self.ruleset(policy, &profile)?)
+        } else {
+            None
+        };
+        let (network, unix) = match profile {
+            Profile::Hook(_) => (false, false),
+            _ => (policy.network, policy.unix_sockets),
+        };
+        let l = &policy.limits;
+        let mut rlimits = vec![
+            (libc::RLIMIT_NOFILE, l.max_open_files),
+            (libc::RLIMIT_FSIZE, l.max_file_size_bytes),
+            (libc::RLIMIT_CPU, l.cpu_seconds),
+            (libc::RLIMIT_AS, l.memory_bytes),
+            (libc::RLIMIT_CORE, 0),
+        ];
+        if policy.namespaces == Namespaces::UserPid {
+            rlimits.push((libc::RLIMIT_NPROC, l.max_processes));
+        }
+        let plan = ChildPlan {
+            namespaces: policy.namespaces,
+            private_net: policy.private_net && !network,
+            maps: child::IdMaps::current(),
+            runtime_pid: self.runtime_pid,
+            rlimits: rlimits
+                .into_iter()
+                .map(|(r, v)| (r as libc::__rlimit_resource_t, v as libc::rlim_t))
+                .collect(),
+            ruleset,
+            seccomp: if policy.seccomp {
+                syscalls::programs(network, unix)
+            } else {
+                Vec::new()
+            },
+        };
+        Arc::new(plan).install(&mut cmd);
+        Ok(cmd)
+    }
+
+    /// `HOME` and `TMPDIR` for a command: the session's scratch folder (a hook gets the work
+    /// folder, read-only to it, and no scratch).
+    fn scratch_dirs(&self, profile: &Profile) -> Result<(PathBuf, PathBuf), String> {
+        if let Profile::Hook(_) = profile {
+            return Ok((self.work.clone(), self.work.clone()));
+        }
+        let (home, tmp) = (self.scratch.join("home"), self.scratch.join("tmp"));
+        for d in [&home, &tmp] {
+            if !d.is_dir() {
+                std::fs::create_dir_all(d)
+                    .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            }
+        }
+        Ok((home, tmp))
+    }
+
+    fn ruleset(&self, policy: &Policy, profile: &Profile) -> Result<Arc<OwnedFd>, String> {
+        let mut cache = self.rulesets.lock().expect("ruleset cache");
+        if let Some(fd) = cache.get(profile) {
+            return Ok(fd.clone());
+        }
+        let rules = self.rules(policy, profile);
+        let fd = Arc::new(fs::ruleset(&rules, policy.landlock_abi)?);
+        cache.insert(profile.clone(), fd.clone());
+        Ok(fd)
+    }
+
+    /// The file and network rules of one profile.
+    pub fn rules(&self, policy: &Policy, profile: &Profile) -> fs::Rules {
+        let mut r = fs::Rules {
+            read: vec![self.work.clone(), policy.staged_tools.clone()],
+            ..fs::Rules::default()
+        };
+        let granted = |r: &mut fs::Rules| {
+            r.exec.extend(policy.binaries.iter().cloned());
+            for (p, list) in &policy.runtime_dirs {
+                if *list {
+                    r.exec_list.push(p.clone());
+                } else {
+                    r.exec.push(p.clone());
+                }
+            }
+        };
+        match profile {
+            Profile::Shell => {
+                r.write = vec![policy.writable.clone(), self.scratch.clone()];
+                granted(&mut r);
+                r.connect = policy.connect.clone();
+            }
+            Profile::Native(entry) => {
+                r.write = vec![policy.writable.clone(), self.scratch.clone()];
+                r.exec.push(canonical(entry));
+                granted(&mut r);
+                r.connect = policy.connect.clone();
+            }
+            Profile::Hook(entry) => {
+                r.exec.push(canonical(entry));
+                r.connect = Some(Vec::new());
+            }
+        }
+        if policy.workdir_exec && !matches!(profile, Profile::Hook(_)) {
+            r.exec_list.push(policy.writable.clone());
+        }
+        r
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if self.policy.is_some() {
+            let _ = std::fs::remove_dir_all(&self.scratch);
+        }
+    }
+}
+
+/// `path` with every link resolved (Landlock sees the file that runs), else as given.
+pub fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The level the host can back when nothing caps it.
+pub fn host_level(h: &Host) -> Level {
+    if h.can_seal() {
+        Level::Sealed
+    } else if h.can_scope() {
+        Level::Scoped
+    } else {
+        Level::Advisory
+    }
+}
+
+/// Why a host, or the capsule itself, cannot give `floor`: the E-CAP-003 sentence, or `None`.
+pub fn floor_problem(
+    h: &Host,
+    floor: Level,
+    workdir_exec: bool,
+    records_in_work: bool,
+) -> Option<String> {
+    if floor == Level::Advisory {
+        return None;
+    }
+    if workdir_exec {
+        return Some(format!(
+            "containment '{}' cannot hold with capabilities.filesystem.workdir_exec: true: a capsule that may execute what it writes is advisory at most",
+            floor.as_str()
+        ));
+    }
+    if records_in_work {
+        return Some(format!(
+            "containment '{}' cannot hold: the session's records folder would be inside the work folder, where its commands could rewrite them",
+            floor.as_str()
+        ));
+    }
+    let missing = match floor {
+        Level::Sealed => h.sealed_missing(),
+        _ => h.scoped_missing(),
+    }?;
+    Some(format!(
+        "containment '{}' is not achievable on this host: {missing}",
+        floor.as_str()
+    ))
+}
+
+/// One line per fact: what this host enforces (for `mur doctor`).
+pub fn host_report(h: &Host) -> Vec<String> {
+    let mut out = vec![format!(
+        "containment: this host achieves '{}' (default floor '{}')",
+        host_level(h).as_str(),
+        if h.can_scope() { "scoped" } else { "advisory" }
+    )];
+    out.push(if h.landlock_abi > 0 {
+        format!(
+            "  landlock:   ABI {} (files{}{})",
+            h.landlock_abi,
+            if h.landlock_abi >= host::LANDLOCK_NET_ABI { ", TCP ports" } else { "" },
+            if h.landlock_abi >= host::LANDLOCK_SCOPE_ABI { ", signals and abstract sockets" } else { "" }
+        )
+    } else {
+        "  landlock:   not available: files, execution and TCP are not restricted".into()
+    });
+    out.push(format!(
+        "  seccomp:    {}",
+        if h.seccomp { "deny list loaded per command" } else { "not available" }
+    ));
+    out.push(format!(
+        "  processes:  {}",
+        match h.namespaces {
+            Namespaces::UserPid => "own user and PID namespace per command (the whole tree dies with it)",
+            Namespaces::Pid => "own PID namespace per command (the whole tree dies with it)",
+            Namespaces::None => "process group only: a process that calls setsid can outlive its call",
+        }
+    ));
+    out.push(format!(
+        "  network:    {}",
+        if h.net_namespace {
+            "TCP by port (Landlock); sealed capsules without a network grant get no network namespace access"
+        } else {
+            "TCP by port (Landlock); no network namespaces"
+        }
+    ));
+    out.push("  cgroups:    not used: resources are per-command rlimits".into());
+    out
+}
