@@ -102,7 +102,10 @@ fn spec(
         grants,
         task,
         paths,
-        mur::tools::executors(Duration::from_secs(60), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir()))),
+        mur::tools::executors(
+            Duration::from_secs(60),
+            std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())),
+        ),
     )
 }
 

@@ -78,7 +78,10 @@ async fn run(turns: usize, dir: &std::path::Path) {
         grants,
         "Call noop until told otherwise.".into(),
         paths,
-        mur::tools::executors(Duration::from_secs(60), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir()))),
+        mur::tools::executors(
+            Duration::from_secs(60),
+            std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())),
+        ),
     );
     spec.model = "gpt-4.1".into();
     spec.operator_prompt = Some("You are a benchmark.".into());

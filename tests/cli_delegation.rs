@@ -152,7 +152,10 @@ fn ctrl_c_ends_the_whole_tree_with_no_process_left_and_every_trace_complete() {
     // A child that runs a long command; its parent waits for it.
     p.write(
         "child/murmur.yaml",
-        &scripted_manifest("sleeper", "capabilities:\n  shell:\n    allow: [bash]\n"),
+        &scripted_manifest(
+            "sleeper",
+            "capabilities:\n  shell:\n    allow: [bash, sleep]\n",
+        ),
     );
     p.write(
         "child/script.yaml",
@@ -162,7 +165,7 @@ fn ctrl_c_ends_the_whole_tree_with_no_process_left_and_every_trace_complete() {
         "murmur.yaml",
         &scripted_manifest(
             "parent",
-            "capabilities:\n  shell:\n    allow: [bash]\n  spawn:\n    allow: [local/sleeper]\n",
+            "capabilities:\n  shell:\n    allow: [bash, sleep]\n  spawn:\n    allow: [local/sleeper]\n",
         ),
     );
     p.write(

@@ -121,5 +121,5 @@ fn the_plan_example_runs() {
         result.contains(r#""step_id":"done","status":"success","output":"note written\n""#),
         "{result}"
     );
-    assert!(s.join("note.txt").is_file());
+    assert!(p.work_folders()[0].join("note.txt").is_file());
 }

@@ -25,8 +25,18 @@ fn the_hello_example_runs_offline_and_prints_the_seed_lines() {
         std::fs::read_to_string(s.join("out/result.txt")).unwrap(),
         "Hello! I wrote greeting.txt in my work folder and listed it: the shell tools work."
     );
-    assert!(s.join("greeting.txt").is_file());
+    // The commands ran in the work folder; the records are beside it, out of their reach.
+    let work = &p.work_folders()[0];
+    assert_eq!(work.file_name(), s.file_name());
+    assert!(work.join("greeting.txt").is_file());
+    assert!(!s.join("greeting.txt").exists());
+    assert!(!work.join("trace.jsonl").exists());
     assert!(s.join("MURMUR.md").is_file());
+    // The staged manifests are readable from the work folder at the seed's path.
+    assert_eq!(
+        std::fs::read_to_string(work.join("tools/bash/murmur.yaml")).unwrap(),
+        std::fs::read_to_string(s.join("tools/bash/murmur.yaml")).unwrap()
+    );
     assert_eq!(
         std::fs::read_to_string(s.join("task.md")).unwrap(),
         "Say hello"
@@ -52,7 +62,13 @@ fn the_hello_example_runs_offline_and_prints_the_seed_lines() {
             "session_end"
         ]
     );
-    assert_eq!(t[0]["tools_declared"], serde_json::json!(["bash", "ls"]));
+    assert_eq!(
+        t[0]["tools_declared"],
+        serde_json::json!(["basename", "bash", "cat", "ls", "uname"])
+    );
+    assert_eq!(t[0]["containment_declared"], "scoped");
+    assert_eq!(t[0]["containment_achieved"], "scoped");
+    assert_eq!(t[0]["workdir_exec"], false);
     assert_eq!(t[10]["exit_status"], "ok");
     assert_eq!(t[10]["total_shell_calls"], 2);
 }
@@ -70,19 +86,33 @@ fn without_verbose_only_the_url_session_and_status_lines_print() {
 }
 
 #[test]
-fn workdir_flag_puts_the_work_folder_there_and_records_under_dot_murmur() {
+fn workdir_flag_puts_the_work_folder_there_and_records_under_home() {
     let p = Project::example("hello");
-    let out = p.mur(&["run", "--task", "Say hello", "--workdir", "space"]);
+    let home = tempfile::tempdir().unwrap();
+    let out = p
+        .mur_cmd(&["run", "--task", "Say hello", "--workdir", "space"])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(p.path().join("space/greeting.txt").is_file());
-    let recs: Vec<_> = std::fs::read_dir(p.path().join("space/.murmur"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let space = p.path().join("space");
+    assert!(space.join("greeting.txt").is_file());
+    // Nothing of the runtime's lands in the user's folder: no records, no tools link.
+    assert!(!space.join(".murmur").exists());
+    assert!(!space.join("tools").exists());
+    let recs = list(&records_home(home.path(), &space));
     assert_eq!(recs.len(), 1);
     assert!(recs[0].join("trace.jsonl").is_file());
     assert!(recs[0].join("out/result.txt").is_file());
     assert!(!p.path().join("workdir").exists());
+    // `mur trace --workdir space` finds the session there.
+    let shown = p
+        .mur_cmd(&["trace", "steps", "--workdir", "space"])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(stdout(&shown).contains("bash"), "{}", stdout(&shown));
 }
 
 fn scripted(p: &Project, caps: &str, script: &str) {
@@ -238,7 +268,7 @@ fn huge_and_binary_output_is_capped_and_kept_whole_in_a_log() {
     let p = Project::new();
     scripted(
         &p,
-        "capabilities:\n  shell:\n    allow: [bash]\n",
+        "capabilities:\n  shell:\n    allow: [bash, head, tr, printf]\n",
         "turns:
   - call: [{tool: bash, input: {command: 'head -c 3000000 /dev/zero | tr \"\\\\0\" x; printf \"\\\\377\\\\376 bad bytes\" >&2'}}]
   - expect: 'Output truncated. Full output written to'

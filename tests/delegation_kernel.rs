@@ -37,7 +37,10 @@ fn spec_for(
         grants,
         task,
         paths,
-        mur::tools::executors(Duration::from_secs(30), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir()))),
+        mur::tools::executors(
+            Duration::from_secs(30),
+            std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())),
+        ),
     );
     spec.max_turns = Some(10);
     spec.delegation_deadline = Duration::from_millis(700);

@@ -31,7 +31,10 @@ fn spec(name: &str, script: &str, grants: Grants, id: String, paths: SessionPath
         grants,
         "go".into(),
         paths,
-        mur::tools::executors(Duration::from_secs(30), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir()))),
+        mur::tools::executors(
+            Duration::from_secs(30),
+            std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())),
+        ),
     );
     s.delegation_deadline = Duration::from_secs(60);
     s
@@ -51,7 +54,10 @@ impl CapsuleResolver for Waiters {
             Grants::default(),
             r.task.clone(),
             r.paths.clone(),
-            mur::tools::executors(Duration::from_secs(30), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir()))),
+            mur::tools::executors(
+                Duration::from_secs(30),
+                std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())),
+            ),
         );
         s.depth = r.depth;
         s.spawned_by = Some(SpawnedBy {

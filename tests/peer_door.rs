@@ -468,7 +468,7 @@ async fn a_session_registers_its_export_while_it_runs_and_leaves_nothing_when_it
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("murmur.yaml"),
-        "name: lifecycle\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: script.yaml\nexports:\n  peer_files:\n    root: shared\ncapabilities:\n  shell:\n    allow: [bash]\ninference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n",
+        "name: lifecycle\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: script.yaml\nexports:\n  peer_files:\n    root: shared\ncapabilities:\n  shell:\n    allow: [bash, sleep]\ninference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n",
     )
     .unwrap();
     std::fs::write(

@@ -25,27 +25,46 @@ fn lines_of<'a>(t: &'a [Value], kind: &str) -> Vec<&'a Value> {
     t.iter().filter(|l| l["event_type"] == kind).collect()
 }
 
-/// The one session under `<workdir>/.murmur/`.
-fn records(workdir: &std::path::Path) -> std::path::PathBuf {
-    let mut v: Vec<_> = std::fs::read_dir(workdir.join(".murmur"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+/// The one session whose work folder was `workdir`: its records are under
+/// `$HOME/.murmur/records/<workdir>/`.
+fn records(home: &std::path::Path, workdir: &std::path::Path) -> std::path::PathBuf {
+    let mut v = list(&records_home(home, workdir));
     assert_eq!(v.len(), 1);
     v.pop().unwrap()
+}
+
+/// Copy `from` to `to` once it exists (within a minute): the message bus between two capsules
+/// that can each reach only their own work folder.
+fn relay(from: std::path::PathBuf, to: std::path::PathBuf) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(bytes) = std::fs::read(&from) {
+                let tmp = to.with_extension("relay");
+                return std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &to).is_ok();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    })
 }
 
 #[test]
 fn two_processes_hand_a_file_over_by_handle() {
     let p = Project::example("peer-handoff");
     let root = p.path().to_path_buf();
-    let handoff = root.join("handoff.json");
-    let done = root.join("done");
-    let task = serde_json::json!({"handoff": handoff, "done": done}).to_string();
+    let home = tempfile::tempdir().unwrap();
+    // Each capsule reaches only its own work folder: the handle and the "done" mark are relayed.
+    std::fs::create_dir_all(root.join("in")).unwrap();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    let handoff = relay(root.join("out/handoff.json"), root.join("in/handoff.json"));
+    let done = relay(root.join("in/done"), root.join("out/done"));
+    let task = serde_json::json!({"handoff": "handoff.json", "done": "done"}).to_string();
 
     let mut inbox = Running(
         mur()
             .args(["run", "inbox", "--workdir", "in", "--task", &task])
+            .env("HOME", home.path())
             .current_dir(&root)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -66,9 +85,13 @@ fn two_processes_hand_a_file_over_by_handle() {
     let peer = format!("localhost:{port}/{inbox_id}");
 
     let outbox_task =
-        serde_json::json!({"peer": peer, "handoff": handoff, "done": done}).to_string();
+        serde_json::json!({"peer": peer, "handoff": "handoff.json", "done": "done"}).to_string();
     let started = Instant::now();
-    let outbox = p.mur(&["run", "outbox", "--workdir", "out", "--task", &outbox_task]);
+    let outbox = p
+        .mur_cmd(&["run", "outbox", "--workdir", "out", "--task", &outbox_task])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
     assert!(outbox.status.success(), "{}", stderr(&outbox));
     assert!(
         stdout(&outbox).ends_with("status:  ok\n"),
@@ -81,6 +104,7 @@ fn two_processes_hand_a_file_over_by_handle() {
     assert!(status.success(), "inbox: {rest}");
     assert_eq!(rest, "status:  ok\n");
     assert!(started.elapsed() < Duration::from_secs(60));
+    assert!(handoff.join().unwrap() && done.join().unwrap());
 
     // The inbox holds the file under peer-in/, named by the handle's id.
     let stored: Vec<_> = std::fs::read_dir(root.join("in/peer-in"))
@@ -98,7 +122,7 @@ fn two_processes_hand_a_file_over_by_handle() {
         std::fs::read_to_string(root.join("in/peer-in").join(name)).unwrap(),
         contents
     );
-    let inbox_records = records(&root.join("in"));
+    let inbox_records = records(home.path(), &root.join("in"));
     let answer = std::fs::read_to_string(inbox_records.join("out/result.txt")).unwrap();
     assert!(
         answer.starts_with("The outbox sent me its report: <untrusted-content source=tool:bash>")
@@ -106,16 +130,24 @@ fn two_processes_hand_a_file_over_by_handle() {
     assert!(answer.contains(contents));
 
     // Each side's trace tells its half, naming the handle by its id only.
-    let outbox_records = records(&root.join("out"));
+    let outbox_records = records(home.path(), &root.join("out"));
     let ot = trace(&outbox_records.join("trace.jsonl"));
     let it = trace(&inbox_records.join("trace.jsonl"));
     assert_eq!(
         ot[0]["tools_declared"],
-        serde_json::json!(["bash", "share-file"])
+        serde_json::json!(["bash", "mkdir", "mv", "seq", "share-file", "sleep", "wc"])
     );
     assert_eq!(
         it[0]["tools_declared"],
-        serde_json::json!(["bash", "fetch-peer-file"])
+        serde_json::json!([
+            "bash",
+            "cat",
+            "fetch-peer-file",
+            "seq",
+            "sha256sum",
+            "sleep",
+            "touch"
+        ])
     );
     let mint = lines_of(&ot, "peer_handle_mint");
     let redeem = lines_of(&ot, "peer_handle_redeem");

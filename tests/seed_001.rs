@@ -8,11 +8,29 @@ use std::process::Command;
 
 use common::*;
 
+/// A `HOME` inside the project, so records stay there, with the real toolchain homes linked in
+/// (the capsule grants `~/.rustup` and `~/.cargo` to `cargo`).
+fn home(p: &Project) -> std::path::PathBuf {
+    let home = p.path().join(".home");
+    if !home.exists() {
+        std::fs::create_dir_all(&home).unwrap();
+        let real = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
+        for (var, dir) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+            let target = std::env::var_os(var)
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| real.join(dir));
+            std::os::unix::fs::symlink(target, home.join(dir)).unwrap();
+        }
+    }
+    home
+}
+
 fn setup() -> Project {
     let p = Project::example("coding-agent");
     let out = Command::new("bash")
         .arg("setup.sh")
         .current_dir(p.path())
+        .env("HOME", home(&p))
         .env("MUR", env!("CARGO_BIN_EXE_mur"))
         .output()
         .unwrap();
@@ -29,19 +47,16 @@ fn run(p: &Project) -> std::process::Output {
     Command::new("bash")
         .arg("run.sh")
         .current_dir(p.path())
+        .env("HOME", home(p))
         .env("MUR", env!("CARGO_BIN_EXE_mur"))
         .output()
         .unwrap()
 }
 
+/// The newest session's records (a `--workdir` run keeps them under `~/.murmur/records/`).
 fn session(p: &Project) -> std::path::PathBuf {
-    let dir = p.path().join("work/.murmur");
-    let mut all: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    all.sort();
-    all.pop().unwrap()
+    let work = std::fs::canonicalize(p.path()).unwrap().join("work");
+    list(&records_home(&home(p), &work)).pop().unwrap()
 }
 
 #[test]
@@ -87,7 +102,11 @@ fn the_capsule_lists_pulls_uses_and_removes_the_edit_tool() {
         assert_eq!(t[at + 1]["event_type"], "inference");
         assert_eq!(t[at + 1]["turn"], r["turn"]);
     }
-    let show = p.mur(&["trace", "show", "--workdir", "work"]);
+    let show = p
+        .mur_cmd(&["trace", "show", "--workdir", "work"])
+        .env("HOME", home(&p))
+        .output()
+        .unwrap();
     assert!(show.status.success(), "{}", stderr(&show));
     assert!(
         stdout(&show).contains(

@@ -24,7 +24,10 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
         workdir: records.clone(),
         records_dir: records,
     };
-    let executors = mur::tools::executors(Duration::from_secs(30), std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())));
+    let executors = mur::tools::executors(
+        Duration::from_secs(30),
+        std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())),
+    );
     let mut spec = SessionSpec::new(
         session_id,
         "loop-test",

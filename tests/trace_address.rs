@@ -263,12 +263,19 @@ fn empty_and_headless_traces_are_refused() {
         first_line(&out.stderr),
         format!("error[E-TRC-001]: workdir/{A}/trace.jsonl: no session_start event found")
     );
-    // A session folder without a trace.
-    fs::create_dir_all(wd.join(B)).unwrap();
+    // A records folder without a trace (a session that failed before writing one).
+    fs::create_dir_all(wd.join(".murmur").join(B)).unwrap();
     let out = mur(tmp.path(), &["trace", "show", "bbbb"]);
     assert_eq!(out.code, 1);
     assert_eq!(
         first_line(&out.stderr),
-        format!("error[E-IO-001]: trace file not found: workdir/{B}/trace.jsonl")
+        format!("error[E-IO-001]: trace file not found: workdir/.murmur/{B}/trace.jsonl")
+    );
+    // A work folder (the current layout) is not a session: it holds no trace.
+    fs::create_dir_all(wd.join("ses_0193000000037000800000000000dddd")).unwrap();
+    let out = mur(tmp.path(), &["trace", "show", "dddd"]);
+    assert_eq!(
+        first_line(&out.stderr),
+        "error[E-TRC-002]: no session found matching suffix 'dddd' in workdir"
     );
 }

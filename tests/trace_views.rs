@@ -305,7 +305,7 @@ fn report_over_the_last_n_sessions_adds_them_up() {
     assert!(all.stdout.starts_with("Sessions:   3\n"));
     assert_eq!(all.stderr, "");
     // A sweep skips sessions it cannot read, and says which.
-    std::fs::create_dir_all(wd.join("ses_0193000000037000800000000000dddd")).unwrap();
+    std::fs::create_dir_all(wd.join(".murmur/ses_0193000000037000800000000000dddd")).unwrap();
     std::fs::create_dir_all(wd.join("ses_0193000000047000800000000000eeee")).unwrap();
     std::fs::write(
         wd.join("ses_0193000000047000800000000000eeee/trace.jsonl"),
@@ -318,7 +318,7 @@ fn report_over_the_last_n_sessions_adds_them_up() {
     assert_eq!(
         swept.stderr,
         "warning[E-TRC-001]: skipped: workdir/ses_0193000000047000800000000000eeee/trace.jsonl: trace file is empty (incomplete or zero-event session)\n\
-         warning[E-IO-001]: skipped: trace file not found: workdir/ses_0193000000037000800000000000dddd/trace.jsonl\n"
+         warning[E-IO-001]: skipped: trace file not found: workdir/.murmur/ses_0193000000037000800000000000dddd/trace.jsonl\n"
     );
     // Named explicitly, an unreadable session is an error.
     let named = mur(tmp.path(), &["trace", "report", "eeee"]);

@@ -5,7 +5,16 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mur="${1:-mur}"
 work="$(mktemp -d)"
-task="{\"handoff\":\"$work/handoff.json\",\"done\":\"$work/done\"}"
+mkdir -p "$work/inbox" "$work/outbox"
+# Each capsule reads and writes only its own work folder: the handle file and the "done" mark
+# are relayed between the two folders here, as a message bus would between real agents.
+task='{"handoff":"handoff.json","done":"done"}'
+(
+  until [ -e "$work/outbox/handoff.json" ]; do sleep 0.1; done
+  cp "$work/outbox/handoff.json" "$work/inbox/handoff.json"
+  until [ -e "$work/inbox/done" ]; do sleep 0.1; done
+  touch "$work/outbox/done"
+) &
 
 "$mur" run "$here/inbox" --workdir "$work/inbox" --task "$task" > "$work/inbox.out" &
 inbox=$!
@@ -14,12 +23,12 @@ port="$(sed -n 's/^murmur: url localhost:\([0-9]*\)$/\1/p' "$work/inbox.out")"
 session="$(sed -n 's/^session: //p' "$work/inbox.out")"
 echo "inbox is at localhost:$port/$session"
 
-peer_task="{\"peer\":\"localhost:$port/$session\",\"handoff\":\"$work/handoff.json\",\"done\":\"$work/done\"}"
+peer_task="{\"peer\":\"localhost:$port/$session\",\"handoff\":\"handoff.json\",\"done\":\"done\"}"
 "$mur" run "$here/outbox" --workdir "$work/outbox" --task "$peer_task"
 wait "$inbox"
 cat "$work/inbox.out"
 echo "--- the inbox's answer:"
-cat "$work/inbox/.murmur/$session/out/result.txt"
+cat "${HOME}/.murmur/records${work}/inbox/$session/out/result.txt"
 echo
 echo "--- stored at:"
 ls "$work/inbox/peer-in/"

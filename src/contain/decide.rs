@@ -72,7 +72,11 @@ pub fn decide_on(
     let mut warnings = Vec::new();
 
     // E-CAP-016: a pass-through of a name the backstop strips.
-    let env_allow = caps.env.as_ref().map(|e| e.allow.clone()).unwrap_or_default();
+    let env_allow = caps
+        .env
+        .as_ref()
+        .map(|e| e.allow.clone())
+        .unwrap_or_default();
     for (field, list) in [
         ("capabilities.shell.baseline_env", &shell.baseline_env),
         ("capabilities.env.allow", &env_allow),
@@ -122,10 +126,10 @@ pub fn decide_on(
             ),
         ));
     }
-    if achieved == Level::Advisory {
-        let missing = if fsc.workdir_exec {
-            "files the work folder holds can be executed".to_string()
-        } else if records_in_work {
+    // One W-SEC-005 line when commands run less contained than `scoped` (W-SEC-011 already
+    // says why for workdir_exec).
+    if achieved == Level::Advisory && !fsc.workdir_exec {
+        let missing = if records_in_work {
             "the records folder is inside the work folder".to_string()
         } else {
             h.scoped_missing().unwrap_or_default()
@@ -177,7 +181,11 @@ pub fn decide_on(
         .flat_map(|r| r.dirs.iter().map(|d| (d.path.clone(), d.list_dir)))
         .collect();
     if !shell.interpreter_runtime.is_empty() {
-        let names: Vec<&str> = shell.interpreter_runtime.iter().map(|r| r.binary.as_str()).collect();
+        let names: Vec<&str> = shell
+            .interpreter_runtime
+            .iter()
+            .map(|r| r.binary.as_str())
+            .collect();
         warnings.push(Diagnostic::warning(
             "W-SEC-009",
             format!(
@@ -190,7 +198,11 @@ pub fn decide_on(
 
     let net = caps.network.clone().unwrap_or_default();
     let network = !net.allow.is_empty();
-    let connect = if network { fs::granted_ports(&net.allow) } else { Some(Vec::new()) };
+    let connect = if network {
+        fs::granted_ports(&net.allow)
+    } else {
+        Some(Vec::new())
+    };
 
     let gateways = gateway_names(m);
     let mut env = EnvPlan::new(

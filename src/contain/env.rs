@@ -118,8 +118,8 @@ mod tests {
             ("EDITOR", "vi"),
             ("HOME", "/root"),
         ]);
-        let plan = EnvPlan::new(h, &["*".into()], &["EDITOR".into()], &["MY_GATEWAY".into()])
-            .unwrap();
+        let plan =
+            EnvPlan::new(h, &["*".into()], &["EDITOR".into()], &["MY_GATEWAY".into()]).unwrap();
         let names: Vec<_> = plan.vars.iter().map(|(k, _)| k.to_str().unwrap()).collect();
         assert_eq!(names, ["LC_ALL", "PATH"]);
     }
@@ -134,7 +134,13 @@ mod tests {
 
     #[test]
     fn the_backstop_names_credentials_not_ordinary_variables() {
-        for n in ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_*", "X_SECRET_Y", "PGPASSWORD"] {
+        for n in [
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_*",
+            "X_SECRET_Y",
+            "PGPASSWORD",
+        ] {
             assert!(stripped_by_backstop(n), "{n}");
         }
         for n in ["PATH", "RUSTUP_HOME", "CARGO_HOME", "*", "LANG"] {

@@ -26,8 +26,21 @@ use super::host::{LANDLOCK_NET_ABI, LANDLOCK_SCOPE_ABI};
 
 /// Read-only system paths every command may read (those that exist).
 pub const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys",
-    "/dev/urandom", "/dev/random", "/dev/pts", "/dev/fd", "/run/systemd/resolve",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/pts",
+    "/dev/fd",
+    "/run/systemd/resolve",
 ];
 
 /// The `/etc` entries programs read (name service, linker cache, locale, time zone,
@@ -71,7 +84,13 @@ pub const ETC_READ: &[&str] = &[
 ];
 
 /// Devices a command may read and write.
-pub const DEV_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"];
+pub const DEV_RW: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+];
 
 /// System folders whose files may be executed (the loader, libraries, helper programs).
 pub const SYSTEM_EXEC: &[&str] = &["/usr/lib", "/usr/lib64", "/usr/libexec", "/lib", "/lib64"];

@@ -305,7 +305,9 @@ impl Sandbox {
                 r.connect = policy.connect.clone();
             }
             Profile::Hook(entry) => {
+                // An operator-declared hook may be a script: its `#!` interpreter runs too.
                 r.exec.push(canonical(entry));
+                r.exec.extend(interpreters(entry));
                 r.connect = Some(Vec::new());
             }
         }
@@ -322,6 +324,34 @@ impl Drop for Sandbox {
             let _ = std::fs::remove_dir_all(&self.scratch);
         }
     }
+}
+
+/// The programs a script's `#!` line runs (`/usr/bin/env X` runs `env`, then `X` from `PATH`),
+/// resolved; none for a binary.
+pub fn interpreters(script: &Path) -> Vec<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let Some(line) = head[..n].strip_prefix(b"#!") else {
+        return Vec::new();
+    };
+    let line = line.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let Some(first) = words.next() else {
+        return Vec::new();
+    };
+    let mut out = vec![canonical(Path::new(first))];
+    if Path::new(first).file_name().is_some_and(|n| n == "env") {
+        if let Some(target) = words.find(|w| !w.starts_with('-')) {
+            if let Some(found) = crate::tools::shell::which(target) {
+                out.push(canonical(&found));
+            }
+        }
+    }
+    out
 }
 
 /// `path` with every link resolved (Landlock sees the file that runs), else as given.
@@ -383,22 +413,36 @@ pub fn host_report(h: &Host) -> Vec<String> {
         format!(
             "  landlock:   ABI {} (files{}{})",
             h.landlock_abi,
-            if h.landlock_abi >= host::LANDLOCK_NET_ABI { ", TCP ports" } else { "" },
-            if h.landlock_abi >= host::LANDLOCK_SCOPE_ABI { ", signals and abstract sockets" } else { "" }
+            if h.landlock_abi >= host::LANDLOCK_NET_ABI {
+                ", TCP ports"
+            } else {
+                ""
+            },
+            if h.landlock_abi >= host::LANDLOCK_SCOPE_ABI {
+                ", signals and abstract sockets"
+            } else {
+                ""
+            }
         )
     } else {
         "  landlock:   not available: files, execution and TCP are not restricted".into()
     });
     out.push(format!(
         "  seccomp:    {}",
-        if h.seccomp { "deny list loaded per command" } else { "not available" }
+        if h.seccomp {
+            "deny list loaded per command"
+        } else {
+            "not available"
+        }
     ));
     out.push(format!(
         "  processes:  {}",
         match h.namespaces {
-            Namespaces::UserPid => "own user and PID namespace per command (the whole tree dies with it)",
+            Namespaces::UserPid =>
+                "own user and PID namespace per command (the whole tree dies with it)",
             Namespaces::Pid => "own PID namespace per command (the whole tree dies with it)",
-            Namespaces::None => "process group only: a process that calls setsid can outlive its call",
+            Namespaces::None =>
+                "process group only: a process that calls setsid can outlive its call",
         }
     ));
     out.push(format!(

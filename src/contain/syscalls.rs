@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
-    SeccompFilter, SeccompRule, TargetArch,
+    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op,
+    SeccompCondition as Cond, SeccompFilter, SeccompRule, TargetArch,
 };
 
 /// Calls refused outright.
@@ -130,8 +130,13 @@ fn deny_list(network: bool, unix_sockets: bool) -> BpfProgram {
         NS_FLAGS
             .iter()
             .map(|&f| {
-                rule(vec![Cond::new(0, Len::Qword, Op::MaskedEq(f as u64), f as u64)
-                    .expect("a valid condition")])
+                rule(vec![Cond::new(
+                    0,
+                    Len::Qword,
+                    Op::MaskedEq(f as u64),
+                    f as u64,
+                )
+                .expect("a valid condition")])
             })
             .collect(),
     );

@@ -122,7 +122,11 @@ fn parse_interpreter_runtime(
     for (i, e) in entries.iter().enumerate() {
         let at = format!("{field}[{i}]");
         let Some(binary) = e.get("binary").and_then(|b| b.as_str()) else {
-            ctx.invalid(s.area, &format!("{at}.binary"), "is required: the binary from shell.allow these folders serve");
+            ctx.invalid(
+                s.area,
+                &format!("{at}.binary"),
+                "is required: the binary from shell.allow these folders serve",
+            );
             continue;
         };
         if !allow.iter().any(|a| a == binary) {
@@ -137,7 +141,11 @@ fn parse_interpreter_runtime(
         let dirs = match e.get("dirs").and_then(|d| d.as_array()) {
             Some(d) if !d.is_empty() => d,
             _ => {
-                ctx.invalid(s.area, &format!("{at}.dirs"), "must be a non-empty list of {path, list_dir}");
+                ctx.invalid(
+                    s.area,
+                    &format!("{at}.dirs"),
+                    "must be a non-empty list of {path, list_dir}",
+                );
                 continue;
             }
         };
@@ -160,7 +168,9 @@ fn parse_interpreter_runtime(
                 Ok(p) => parsed.push(RuntimeDir { path: p, list_dir }),
                 Err(why) => {
                     ctx.invalid(s.area, &format!("{dat}.path"), format!("'{path}' {why}"))
-                        .hint = Some("write an absolute path such as /usr/lib/jvm or ${HOME}/.rustup".into());
+                        .hint = Some(
+                        "write an absolute path such as /usr/lib/jvm or ${HOME}/.rustup".into(),
+                    );
                 }
             }
         }
@@ -178,7 +188,8 @@ pub fn expand_path(raw: &str) -> Result<std::path::PathBuf, String> {
     let mut text = String::new();
     let mut rest = raw;
     if let Some(tail) = rest.strip_prefix("~/") {
-        let home = std::env::var("HOME").map_err(|_| "starts with ~/ but HOME is not set".to_string())?;
+        let home =
+            std::env::var("HOME").map_err(|_| "starts with ~/ but HOME is not set".to_string())?;
         text.push_str(&home);
         text.push('/');
         rest = tail;
@@ -190,7 +201,8 @@ pub fn expand_path(raw: &str) -> Result<std::path::PathBuf, String> {
             return Err("has an unclosed ${".into());
         };
         let name = &after[..end];
-        let value = std::env::var(name).map_err(|_| format!("names ${{{name}}}, which is not set"))?;
+        let value =
+            std::env::var(name).map_err(|_| format!("names ${{{name}}}, which is not set"))?;
         text.push_str(&value);
         rest = &after[end + 1..];
     }
@@ -199,7 +211,10 @@ pub fn expand_path(raw: &str) -> Result<std::path::PathBuf, String> {
     if !path.is_absolute() {
         return Err("is a relative path; an interpreter runtime path must be absolute".into());
     }
-    if path.components().any(|c| c == std::path::Component::ParentDir) {
+    if path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
         return Err("contains '..'".into());
     }
     Ok(path)

@@ -71,7 +71,12 @@ impl ShellExecutor {
         let mut cmd = self
             .sandbox
             .command(program, workdir, crate::contain::Profile::Shell)
-            .map_err(|e| format!("shell execution failed: cannot contain {}: {e}", program.display()))?;
+            .map_err(|e| {
+                format!(
+                    "shell execution failed: cannot contain {}: {e}",
+                    program.display()
+                )
+            })?;
         let mut child = cmd
             .args(args)
             .stdin(Stdio::null())

@@ -53,7 +53,14 @@ impl Project {
 
     /// Run `mur` with `args` in the project folder.
     pub fn mur(&self, args: &[&str]) -> Output {
-        mur().args(args).current_dir(self.path()).output().unwrap()
+        self.mur_cmd(args).output().unwrap()
+    }
+
+    /// `mur` with `args` in the project folder, to add environment before running it.
+    pub fn mur_cmd(&self, args: &[&str]) -> Command {
+        let mut c = mur();
+        c.args(args).current_dir(self.path());
+        c
     }
 
     /// The sessions' records folders (`workdir/.murmur/ses_*`: trace, out/, staged tools).
@@ -68,6 +75,12 @@ impl Project {
             .filter(|p| p.file_name().unwrap() != ".murmur")
             .collect()
     }
+}
+
+/// Where `mur run --workdir <workdir>` keeps records when `HOME` is `home`.
+pub fn records_home(home: &Path, workdir: &Path) -> PathBuf {
+    home.join(".murmur/records")
+        .join(workdir.strip_prefix("/").unwrap_or(workdir))
 }
 
 /// The entries of a folder, sorted (none when it does not exist).
