@@ -23,9 +23,13 @@ pub struct RunArgs {
     /// The task: a file to read, or the task text itself.
     #[arg(long, value_name = "FILE_OR_TEXT")]
     pub task: Option<String>,
-    /// The work folder; records then go to <D>/.murmur/<session>/.
+    /// The work folder; records then go to ~/.murmur/records/<D>/<session>/.
     #[arg(long, value_name = "D")]
     pub workdir: Option<PathBuf>,
+    /// Raise the containment floor (the higher of this and capabilities.containment holds);
+    /// a floor this host cannot give is refused before anything runs.
+    #[arg(long, value_name = "LEVEL", value_parser = ["advisory", "scoped", "sealed"])]
+    pub containment: Option<String>,
     /// Print the workdir, manifest and driver lines (repeat for debug logs).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -137,7 +141,11 @@ pub async fn run(args: RunArgs) -> i32 {
         None => None,
     };
     let dir = std::path::absolute(&loaded.dir).unwrap_or_else(|_| loaded.dir.clone());
-    let place = Placement::root(&dir, workdir.as_deref());
+    let mut place = Placement::root(&dir, workdir.as_deref());
+    place.floor = args
+        .containment
+        .as_deref()
+        .and_then(crate::contain::Level::parse);
     let spec = match capsule::session_spec(&loaded, task, place) {
         Ok(s) => s,
         Err(d) => return fail(&[d]),

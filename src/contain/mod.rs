@@ -402,57 +402,48 @@ pub fn floor_problem(
     ))
 }
 
-/// One line per fact: what this host enforces (for `mur doctor`).
+/// One line per fact: what this host enforces (for `mur doctor`, under its containment line).
 pub fn host_report(h: &Host) -> Vec<String> {
-    let mut out = vec![format!(
-        "containment: this host achieves '{}' (default floor '{}')",
-        host_level(h).as_str(),
-        if h.can_scope() { "scoped" } else { "advisory" }
-    )];
+    let mut out = Vec::new();
     out.push(if h.landlock_abi > 0 {
-        format!(
-            "  landlock:   ABI {} (files{}{})",
-            h.landlock_abi,
-            if h.landlock_abi >= host::LANDLOCK_NET_ABI {
-                ", TCP ports"
-            } else {
-                ""
-            },
-            if h.landlock_abi >= host::LANDLOCK_SCOPE_ABI {
-                ", signals and abstract sockets"
-            } else {
-                ""
-            }
-        )
+        let mut what = vec!["files", "execution"];
+        if h.landlock_abi >= host::LANDLOCK_NET_ABI {
+            what.push("TCP ports");
+        }
+        if h.landlock_abi >= host::LANDLOCK_SCOPE_ABI {
+            what.push("signals");
+            what.push("abstract UNIX sockets");
+        }
+        format!("landlock:   ABI {}: {}", h.landlock_abi, what.join(", "))
     } else {
-        "  landlock:   not available: files, execution and TCP are not restricted".into()
+        "landlock:   not available: files, execution and TCP are not restricted".into()
     });
     out.push(format!(
-        "  seccomp:    {}",
+        "seccomp:    {}",
         if h.seccomp {
-            "deny list loaded per command"
+            "a deny list per command"
         } else {
             "not available"
         }
     ));
     out.push(format!(
-        "  processes:  {}",
+        "processes:  {}",
         match h.namespaces {
             Namespaces::UserPid =>
-                "own user and PID namespace per command (the whole tree dies with it)",
-            Namespaces::Pid => "own PID namespace per command (the whole tree dies with it)",
+                "own user and PID namespaces per command: the whole tree dies with it",
+            Namespaces::Pid => "own PID namespace per command: the whole tree dies with it",
             Namespaces::None =>
                 "process group only: a process that calls setsid can outlive its call",
         }
     ));
     out.push(format!(
-        "  network:    {}",
+        "network:    {}",
         if h.net_namespace {
-            "TCP by port (Landlock); sealed capsules without a network grant get no network namespace access"
+            "TCP by port (Landlock); sealed: no network at all without a grant"
         } else {
-            "TCP by port (Landlock); no network namespaces"
+            "TCP by port (Landlock)"
         }
     ));
-    out.push("  cgroups:    not used: resources are per-command rlimits".into());
+    out.push("resources:  rlimits per command; cgroups are not used".into());
     out
 }

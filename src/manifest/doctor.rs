@@ -22,16 +22,49 @@ pub fn run(path: Option<&Path>) -> i32 {
         .unwrap_or_else(|| MANIFEST_FILE.to_string());
     match load(&path) {
         Ok(loaded) => {
-            for w in &loaded.warnings {
+            // What `mur run` decides about containment, for a session in the default layout.
+            let base = loaded.dir.join("workdir");
+            let decision = crate::contain::decide::decide(
+                &loaded.manifest,
+                Path::new(&label),
+                &base.join("ses_doctor"),
+                &base.join(".murmur").join("ses_doctor"),
+                None,
+            );
+            let decision = match decision {
+                Ok(d) => d,
+                Err(d) => {
+                    for w in &loaded.warnings {
+                        eprintln!("{w}");
+                    }
+                    eprintln!("{d}");
+                    eprintln!("{label}: 1 error; fix it and run mur doctor again");
+                    return 1;
+                }
+            };
+            let mut warnings = loaded.warnings.clone();
+            warnings.extend(decision.warnings);
+            for w in &warnings {
                 eprintln!("{w}");
             }
             let m = &loaded.manifest;
-            let verdict = match loaded.warnings.len() {
+            let verdict = match warnings.len() {
                 0 => "ok".to_string(),
                 1 => "ok, 1 warning".to_string(),
                 n => format!("ok, {n} warnings"),
             };
             println!("{label}: {verdict} — {} v{}", m.name, m.version);
+            let p = &decision.policy;
+            let host = crate::contain::host::host();
+            println!(
+                "  containment: declared {}, achieved {} (this host can give {})",
+                p.declared.as_str(),
+                p.achieved.as_str(),
+                crate::contain::host_level(host).as_str()
+            );
+            for line in crate::contain::host_report(host) {
+                println!("    {line}");
+            }
             for problem in m.launch_problems() {
                 println!(
                     "  note: mur run will refuse this capsule: {}",
