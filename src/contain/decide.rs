@@ -5,7 +5,9 @@
 //! W-SEC-011 for `workdir_exec`, W-SEC-009 for interpreter runtimes) are returned to the caller,
 //! which prints each once.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::env::{stripped_by_backstop, EnvPlan};
 use super::host::{host, Host, Namespaces};
@@ -23,6 +25,57 @@ pub const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
     ("PYENV_ROOT", ".pyenv"),
     ("NVM_DIR", ".nvm"),
 ];
+
+/// A granted binary resolved on `PATH` to the file that runs, once per process (thousands of
+/// delegated children of one capsule ask for the same names).
+fn resolved(binary: &str) -> Option<PathBuf> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<PathBuf>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().expect("binary cache").get(binary) {
+        return hit.clone();
+    }
+    let found = crate::tools::shell::which(binary).map(|p| super::canonical(&p));
+    cache
+        .lock()
+        .expect("binary cache")
+        .insert(binary.to_string(), found.clone());
+    found
+}
+
+/// The environment plan for these lists, built once per process for each distinct set.
+fn env_plan(
+    baseline_env: &[String],
+    strip_env: &[String],
+    gateways: &[String],
+    runtime_dirs: &[(PathBuf, bool)],
+) -> Result<Arc<EnvPlan>, String> {
+    type Key = (Vec<String>, Vec<String>, Vec<String>, Vec<(PathBuf, bool)>);
+    static CACHE: OnceLock<Mutex<HashMap<Key, Arc<EnvPlan>>>> = OnceLock::new();
+    let key: Key = (
+        baseline_env.to_vec(),
+        strip_env.to_vec(),
+        gateways.to_vec(),
+        runtime_dirs.to_vec(),
+    );
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().expect("env cache").get(&key) {
+        return Ok(hit.clone());
+    }
+    let mut env = EnvPlan::new(std::env::vars_os(), baseline_env, strip_env, gateways)?;
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        for (var, dir) in TOOLCHAIN_HOMES {
+            let path = home.join(dir);
+            let granted = runtime_dirs.iter().any(|(p, _)| p == &path);
+            let set = env.vars.iter().any(|(k, _)| k == *var);
+            if granted && !set && std::env::var_os(var).is_none() {
+                env.vars.push(((*var).into(), path.into_os_string()));
+            }
+        }
+    }
+    let env = Arc::new(env);
+    cache.lock().expect("env cache").insert(key, env.clone());
+    Ok(env)
+}
 
 /// What a launch decided.
 #[derive(Debug)]
@@ -169,12 +222,7 @@ pub fn decide_on(
     }
 
     // Granted binaries, resolved to the files that run.
-    let binaries: Vec<PathBuf> = shell
-        .allow
-        .iter()
-        .filter_map(|b| crate::tools::shell::which(b))
-        .map(|p| super::canonical(&p))
-        .collect();
+    let binaries: Vec<PathBuf> = shell.allow.iter().filter_map(|b| resolved(b)).collect();
     let runtime_dirs: Vec<(PathBuf, bool)> = shell
         .interpreter_runtime
         .iter()
@@ -204,12 +252,11 @@ pub fn decide_on(
         Some(Vec::new())
     };
 
-    let gateways = gateway_names(m);
-    let mut env = EnvPlan::new(
-        std::env::vars_os(),
+    let env = env_plan(
         &shell.baseline_env,
         &shell.strip_env,
-        &gateways,
+        &gateway_names(m),
+        &runtime_dirs,
     )
     .map_err(|e| {
         Diagnostic::error(
@@ -217,16 +264,6 @@ pub fn decide_on(
             format!("{file}: invalid capability config for 'capabilities.shell': {e}"),
         )
     })?;
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        for (var, dir) in TOOLCHAIN_HOMES {
-            let path = home.join(dir);
-            let granted = runtime_dirs.iter().any(|(p, _)| p == &path);
-            let set = env.vars.iter().any(|(k, _)| k == *var);
-            if granted && !set && std::env::var_os(var).is_none() {
-                env.vars.push(((*var).into(), path.into_os_string()));
-            }
-        }
-    }
 
     let r = &caps.resources;
     let d = Limits::default();

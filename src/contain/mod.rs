@@ -126,8 +126,8 @@ pub struct Policy {
     pub connect: Option<Vec<u16>>,
     /// `network.unix_sockets`.
     pub unix_sockets: bool,
-    /// Environment plan.
-    pub env: env::EnvPlan,
+    /// Environment plan (shared by every session of the same capsule).
+    pub env: Arc<env::EnvPlan>,
     /// Resource limits.
     pub limits: Limits,
 }
@@ -255,10 +255,14 @@ impl Sandbox {
         if let Profile::Hook(_) = profile {
             return Ok((self.work.clone(), self.work.clone()));
         }
+        use std::os::unix::fs::DirBuilderExt;
         let (home, tmp) = (self.scratch.join("home"), self.scratch.join("tmp"));
-        for d in [&home, &tmp] {
+        for d in [&self.scratch, &home, &tmp] {
             if !d.is_dir() {
-                std::fs::create_dir_all(d)
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(d)
+                    .or_else(|e| if d.is_dir() { Ok(()) } else { Err(e) })
                     .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
             }
         }
@@ -274,6 +278,26 @@ impl Sandbox {
         let fd = Arc::new(fs::ruleset(&rules, policy.landlock_abi)?);
         cache.insert(profile.clone(), fd.clone());
         Ok(fd)
+    }
+
+    /// The writable scope, only while it is a real folder inside the work folder: a command
+    /// could have replaced it with a link pointing anywhere before a later ruleset is built.
+    fn writable(&self, policy: &Policy) -> Vec<PathBuf> {
+        let inside = |p: &Path| {
+            let is_link = p
+                .symlink_metadata()
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(true);
+            let (Ok(real), Ok(work)) = (p.canonicalize(), self.work.canonicalize()) else {
+                return false;
+            };
+            (p == self.work || !is_link) && real.starts_with(work)
+        };
+        if inside(&policy.writable) {
+            vec![policy.writable.clone()]
+        } else {
+            Vec::new()
+        }
     }
 
     /// The file and network rules of one profile.
@@ -294,12 +318,14 @@ impl Sandbox {
         };
         match profile {
             Profile::Shell => {
-                r.write = vec![policy.writable.clone(), self.scratch.clone()];
+                r.write = self.writable(policy);
+                r.write.push(self.scratch.clone());
                 granted(&mut r);
                 r.connect = policy.connect.clone();
             }
             Profile::Native(entry) => {
-                r.write = vec![policy.writable.clone(), self.scratch.clone()];
+                r.write = self.writable(policy);
+                r.write.push(self.scratch.clone());
                 r.exec.push(canonical(entry));
                 granted(&mut r);
                 r.connect = policy.connect.clone();
@@ -312,7 +338,7 @@ impl Sandbox {
             }
         }
         if policy.workdir_exec && !matches!(profile, Profile::Hook(_)) {
-            r.exec_list.push(policy.writable.clone());
+            r.exec_list.extend(self.writable(policy));
         }
         r
     }
