@@ -552,6 +552,12 @@ fn levels_are_declared_achieved_and_refused_when_out_of_reach() {
     };
     assert_eq!(t[0]["containment_declared"], default);
     assert_eq!(t[0]["containment_achieved"], default);
+    let shown = p.mur(&["trace", "show"]);
+    assert!(
+        stdout(&shown).contains(&format!("\ncontainment: {default} → {default}\n")),
+        "{}",
+        stdout(&shown)
+    );
 
     // --containment raises the floor; a floor the host cannot give is E-CAP-003.
     let out = p.mur(&["run", "--task", "x", "--containment", "sealed"]);

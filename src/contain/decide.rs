@@ -266,6 +266,14 @@ pub fn decide_on(
     })?;
 
     let r = &caps.resources;
+    if r.cgroup_declared {
+        warnings.push(Diagnostic::warning(
+            "W-SEC-005",
+            format!(
+                "{file}: capabilities.resources.cgroup_* limits are not applied: mur does not create cgroups; the per-command rlimits (max_processes, max_open_files, max_file_size_bytes, cpu_seconds, memory_bytes) apply"
+            ),
+        ));
+    }
     let d = Limits::default();
     let limits = Limits {
         max_processes: r.max_processes.unwrap_or(d.max_processes),

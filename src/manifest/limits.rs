@@ -43,6 +43,8 @@ pub struct Resources {
     pub memory_bytes: Option<u64>,
     /// `workdir_max_bytes`.
     pub workdir_max_bytes: Option<u64>,
+    /// Some `cgroup_*` key is written (they are read, not applied).
+    pub cgroup_declared: bool,
 }
 
 const LIMIT_KEYS: &[&str] = &[
@@ -81,8 +83,9 @@ pub(crate) fn parse_resources(ctx: &mut Ctx, caps: &Block<'_>) -> Resources {
     let Some(b) = caps.child(ctx, "resources", RESOURCE_KEYS) else {
         return Resources::default();
     };
+    let mut cgroup_declared = false;
     for key in &RESOURCE_KEYS[5..9] {
-        let _ = b.positive(ctx, key);
+        cgroup_declared |= b.positive(ctx, key).is_some();
     }
     Resources {
         max_processes: b.positive(ctx, "max_processes"),
@@ -91,5 +94,6 @@ pub(crate) fn parse_resources(ctx: &mut Ctx, caps: &Block<'_>) -> Resources {
         cpu_seconds: b.positive(ctx, "cpu_seconds"),
         memory_bytes: b.positive(ctx, "memory_bytes"),
         workdir_max_bytes: b.positive(ctx, "workdir_max_bytes"),
+        cgroup_declared,
     }
 }

@@ -40,6 +40,12 @@ pub struct Event {
     /// `session_start.tools_declared`: the tool names offered to the model.
     #[serde(deserialize_with = "lenient::strings")]
     pub tools_declared: Option<Vec<String>>,
+    /// `session_start.containment_declared`: the floor asked for.
+    #[serde(deserialize_with = "lenient::string")]
+    pub containment_declared: Option<String>,
+    /// `session_start.containment_achieved`: what the session's commands ran under.
+    #[serde(deserialize_with = "lenient::string")]
+    pub containment_achieved: Option<String>,
     /// `session_start.spawned_by`: the parent session of a delegated child.
     #[serde(deserialize_with = "lenient::string")]
     pub spawned_by: Option<String>,

@@ -38,6 +38,8 @@ pub struct Summary {
     pub max_turns: Option<i64>,
     /// Tool names offered to the model at start.
     pub tools_declared: Vec<String>,
+    /// `containment_declared` → `containment_achieved`, when the trace records them.
+    pub containment: Option<(String, String)>,
     /// Parent session of a delegated child.
     pub spawned_by: Option<String>,
     /// Delegation that started this session, for a child.

@@ -273,6 +273,7 @@ impl Builder {
         s.model = ev.model;
         s.max_turns = ev.max_turns;
         s.tools_declared = ev.tools_declared.unwrap_or_default();
+        s.containment = ev.containment_declared.zip(ev.containment_achieved);
         s.spawned_by = ev.spawned_by;
         s.delegation_id = ev.delegation_id;
     }
