@@ -2,14 +2,13 @@
 //!
 //! Everything here is prepared in the parent ([`ChildPlan`]): the Landlock ruleset is already a
 //! file descriptor, the seccomp programs are compiled, the uid/gid maps are formatted. The child
-//! only makes system calls on that data, allocating nothing: it is a fork of a multithreaded
-//! process, where another thread may have held the allocator's lock.
+//! ([`super::spawn`]) only makes system calls on that data, allocating nothing: it shares the
+//! memory of a multithreaded process, where another thread may hold the allocator's lock.
 //!
-//! The order matters. Namespaces first (a user namespace must be entered while nothing else
-//! restricts us); then the fork that makes the command PID 1 of its own PID namespace, so the
-//! kernel kills every process the command starts (daemons included) when it ends; the
-//! intermediate process stays outside and relays the exit status. Then rlimits,
-//! `no_new_privs`, Landlock, and seccomp last (it forbids the namespace calls made above).
+//! The order matters. The namespaces come with the `clone` itself (the command is PID 1 of its
+//! own PID namespace, so the kernel kills every process it starts, daemons included, when it
+//! ends), then the uid/gid maps, then [`ChildPlan::restrict`]: rlimits, `no_new_privs`,
+//! Landlock, and seccomp last (it forbids the namespace calls the sandbox itself made).
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -44,8 +43,6 @@ pub struct ChildPlan {
     pub private_net: bool,
     /// The maps written when a user namespace is entered.
     pub maps: IdMaps,
-    /// `mur`'s pid: the relay exits at once if it was re-parented before it could watch it.
-    pub runtime_pid: libc::pid_t,
     /// `(resource, limit)` pairs applied with `setrlimit` (soft and hard).
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
     /// The Landlock ruleset to restrict to, when Landlock is enforced.
@@ -82,33 +79,14 @@ unsafe fn load_filter(prog: &seccompiler::BpfProgram) -> std::io::Result<()> {
 }
 
 impl ChildPlan {
-    /// Install this plan on `cmd` (run between fork and exec).
-    pub fn install(self: Arc<Self>, cmd: &mut tokio::process::Command) {
-        // SAFETY: `apply` only makes async-signal-safe system calls on data prepared here, and
-        // allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || self.apply());
-        }
-    }
-
-    /// Run in the child: enter namespaces, become PID 1 of the new PID namespace, restrict.
+    /// Run in the child, after its namespaces exist and before exec: die with `mur`, rlimits,
+    /// `no_new_privs`, Landlock, seccomp (last: it forbids what came before).
     ///
     /// # Safety
-    /// Only to be called in a freshly forked child, before exec.
-    unsafe fn apply(&self) -> std::io::Result<()> {
-        if self.namespaces != Namespaces::None {
-            enter_namespaces(self.namespaces, self.private_net, &self.maps)?;
-            let pid = libc::fork();
-            if pid < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if pid > 0 {
-                relay(pid, self.runtime_pid);
-            }
-            // The command: PID 1 of its namespace. It dies when the relay does (killed by the
-            // runtime, or the runtime itself killed), and the kernel then kills the whole tree.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        }
+    /// Only in the child of [`super::spawn`], before exec: it makes system calls only.
+    pub unsafe fn restrict(&self) -> std::io::Result<()> {
+        // If `mur` dies, so does the command, and with a PID namespace every process it started.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         for &(resource, limit) in &self.rlimits {
             let mut cur = libc::rlimit {
                 rlim_cur: 0,
@@ -139,8 +117,18 @@ impl ChildPlan {
     }
 }
 
+/// Write the uid/gid maps of a user namespace the calling process was just created in.
+///
+/// # Safety
+/// Only in a fresh child, before exec.
+pub unsafe fn write_id_maps(maps: &IdMaps) -> std::io::Result<()> {
+    write_proc(c"/proc/self/setgroups", b"deny")?;
+    write_proc(c"/proc/self/uid_map", maps.uid_map.as_bytes())?;
+    write_proc(c"/proc/self/gid_map", maps.gid_map.as_bytes())
+}
+
 /// Enter a new PID namespace (with a user namespace of our own ids when `mode` says so, and a
-/// network namespace when `private_net`). Shared with the host probe.
+/// network namespace when `private_net`): what the host probe tries, in a forked child.
 ///
 /// # Safety
 /// Only in a single-threaded (freshly forked) child.
@@ -162,10 +150,7 @@ pub unsafe fn enter_namespaces(
             if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | net) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            write_proc(c"/proc/self/setgroups", b"deny")?;
-            write_proc(c"/proc/self/uid_map", maps.uid_map.as_bytes())?;
-            write_proc(c"/proc/self/gid_map", maps.gid_map.as_bytes())?;
-            Ok(())
+            write_id_maps(maps)
         }
     }
 }
@@ -181,42 +166,4 @@ unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> 
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// The intermediate process: hold nothing, wait for the command, exit as it did.
-unsafe fn relay(pid: libc::pid_t, runtime_pid: libc::pid_t) -> ! {
-    // Close every descriptor: the command holds the pipes, and the spawn's error pipe must
-    // close when the command execs.
-    libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-    if libc::getppid() != runtime_pid {
-        // The runtime died before we could watch it: take the command with us.
-        libc::kill(pid, libc::SIGKILL);
-        libc::_exit(125);
-    }
-    let mut status = 0;
-    loop {
-        let r = libc::waitpid(pid, &mut status, 0);
-        if r == pid {
-            break;
-        }
-        if r < 0 && *libc::__errno_location() != libc::EINTR {
-            libc::_exit(125);
-        }
-    }
-    if libc::WIFEXITED(status) {
-        libc::_exit(libc::WEXITSTATUS(status));
-    }
-    if libc::WIFSIGNALED(status) {
-        let sig = libc::WTERMSIG(status);
-        let no_core = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-        libc::signal(sig, libc::SIG_DFL);
-        libc::kill(libc::getpid(), sig);
-        libc::_exit(128 + sig);
-    }
-    libc::_exit(125);
 }

@@ -21,6 +21,7 @@ pub mod decide;
 pub mod env;
 pub mod fs;
 pub mod host;
+pub mod spawn;
 pub mod syscalls;
 
 use std::collections::HashMap;
@@ -149,7 +150,6 @@ pub struct Sandbox {
     work: PathBuf,
     scratch: PathBuf,
     rulesets: Mutex<HashMap<Profile, Arc<OwnedFd>>>,
-    runtime_pid: libc::pid_t,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -170,8 +170,6 @@ impl Sandbox {
             work,
             scratch,
             rulesets: Mutex::new(HashMap::new()),
-            // SAFETY: getpid cannot fail.
-            runtime_pid: unsafe { libc::getpid() },
         }
     }
 
@@ -184,7 +182,6 @@ impl Sandbox {
             scratch: work.clone(),
             work,
             rulesets: Mutex::new(HashMap::new()),
-            runtime_pid: 0,
         }
     }
 
@@ -193,22 +190,32 @@ impl Sandbox {
         self.policy.as_ref()
     }
 
-    /// A command running `program` in `cwd` under this sandbox, with stdio left to the caller.
+    /// A command running `program` in `cwd` under this sandbox (stdout and stderr piped, stdin
+    /// `/dev/null` unless the caller asks for a pipe).
     pub fn command(
         &self,
         program: &Path,
         cwd: &Path,
         profile: Profile,
-    ) -> Result<tokio::process::Command, String> {
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.current_dir(cwd).process_group(0).kill_on_drop(true);
+    ) -> Result<spawn::Command, String> {
+        let mut cmd = spawn::Command::new(program, cwd).map_err(|e| e.to_string())?;
         let Some(policy) = &self.policy else {
             return Ok(cmd);
         };
         let (home, tmp) = self.scratch_dirs(&profile)?;
-        cmd.env_clear();
-        cmd.envs(policy.env.vars.iter().map(|(k, v)| (k, v)));
-        cmd.env("HOME", &home).env("TMPDIR", &tmp);
+        let home_tmp = [
+            (std::ffi::OsStr::new("HOME"), home.as_os_str()),
+            (std::ffi::OsStr::new("TMPDIR"), tmp.as_os_str()),
+        ];
+        cmd.env(
+            policy
+                .env
+                .vars
+                .iter()
+                .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+                .chain(home_tmp),
+        )
+        .map_err(|e| e.to_string())?;
         let ruleset = if policy.landlock_abi > 0 {
             Some(self.ruleset(policy, &profile)?)
         } else {
@@ -233,7 +240,6 @@ impl Sandbox {
             namespaces: policy.namespaces,
             private_net: policy.private_net && !network,
             maps: child::IdMaps::current(),
-            runtime_pid: self.runtime_pid,
             rlimits: rlimits
                 .into_iter()
                 .map(|(r, v)| (r as libc::__rlimit_resource_t, v as libc::rlim_t))
@@ -245,7 +251,7 @@ impl Sandbox {
                 Vec::new()
             },
         };
-        Arc::new(plan).install(&mut cmd);
+        cmd.plan(Arc::new(plan));
         Ok(cmd)
     }
 

@@ -1,28 +1,8 @@
-//! Process-group hygiene for tool subprocesses.
+//! Programs that speak JSON on stdin and stdout: native tools and policy hooks.
 //!
-//! Tools run in their own process group so that everything they start (a `bash -c` pipeline, a
-//! test runner's workers) can be killed together when the call is canceled or times out.
-
-/// Kills a process group with SIGKILL when dropped.
-pub struct GroupGuard(pub Option<i32>);
-
-impl GroupGuard {
-    /// Guard the group led by the child with this pid.
-    pub fn new(pid: Option<u32>) -> Self {
-        GroupGuard(pid.map(|p| p as i32))
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            // SAFETY: killpg only sends a signal; a stale pgid at worst returns ESRCH.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
+//! They start through the session's sandbox ([`crate::contain::Sandbox::command`]), which puts
+//! each in its own PID namespace (or at least its own process group), so that everything they
+//! start dies with them when the call ends, is canceled or passes its deadline.
 
 /// What a program given JSON on stdin left behind.
 pub struct Answered {
@@ -49,22 +29,18 @@ pub enum NoAnswer {
 /// `records_dir/logs/<label>-…` past the cap). The protocol of native tools and policy hooks
 /// alike.
 pub async fn answer_json(
-    mut cmd: tokio::process::Command,
+    mut cmd: crate::contain::spawn::Command,
     records_dir: &std::path::Path,
     label: &str,
     input: &str,
     deadline: std::time::Duration,
 ) -> Result<Answered, NoAnswer> {
-    use std::process::Stdio;
     use tokio::io::AsyncWriteExt;
 
     let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdin(crate::contain::spawn::Stdin::Piped)
         .spawn()
         .map_err(NoAnswer::Start)?;
-    let _group = GroupGuard::new(child.id());
     let mut stdin = child.stdin.take().expect("piped stdin");
     let logs = records_dir.join("logs");
     let stamp = mur_actors::ids::mint("");
@@ -85,7 +61,7 @@ pub async fn answer_json(
         Answered {
             out,
             err,
-            code: status.ok().and_then(|s| s.code()).unwrap_or(-1),
+            code: status.ok().flatten().unwrap_or(-1),
         }
     };
     tokio::time::timeout(deadline, run)

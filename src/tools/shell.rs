@@ -8,7 +8,6 @@
 //! Plan shell steps come in as an argv and run the same way.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,7 +18,6 @@ use mur_actors::tool::{
 use serde_json::Value;
 
 use super::capture::{capture, Captured};
-use super::process::GroupGuard;
 
 /// Runs shell tools, each command inside the session's sandbox.
 pub struct ShellExecutor {
@@ -77,19 +75,13 @@ impl ShellExecutor {
                     program.display()
                 )
             })?;
-        let mut child = cmd
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                format!(
-                    "shell execution failed: cannot start {}: {e}",
-                    program.display()
-                )
-            })?;
-        let _group = GroupGuard::new(child.id());
+        let start = |e: std::io::Error| {
+            format!(
+                "shell execution failed: cannot start {}: {e}",
+                program.display()
+            )
+        };
+        let mut child = cmd.args(args).map_err(start)?.spawn().map_err(start)?;
         let stamp = mur_actors::ids::mint("");
         let logs = records_dir.join("logs");
         let stdout = capture(
@@ -105,7 +97,7 @@ impl ShellExecutor {
             Ok((out, err, status)) => Finished {
                 out,
                 err,
-                code: status.ok().and_then(|s| s.code()).unwrap_or(-1),
+                code: status.ok().flatten().unwrap_or(-1),
                 killed_after: None,
             },
             Err(_) => Finished {

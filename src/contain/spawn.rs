@@ -1,0 +1,445 @@
+//! Starting a command with `clone(2)`: in its own namespaces, without copying `mur`.
+//!
+//! `std`'s `Command` forks (copying the whole page table of a process that may hold thousands of
+//! sessions) as soon as a `pre_exec` hook is set, and a command that must be PID 1 of its own
+//! PID namespace would need a second fork on top. Here one `clone` with `CLONE_VM | CLONE_VFORK`
+//! (what `posix_spawn` does) and the namespace flags makes the child directly: it shares `mur`'s
+//! memory until it execs, so nothing is copied; it runs on a stack of its own, makes only system
+//! calls on data prepared by the parent ([`ChildPlan`], argv, envp), and execs. `mur` waits for
+//! it through a pidfd registered with tokio, so no SIGCHLD handler or reaper thread is involved.
+//!
+//! When the command is PID 1 of its namespace, the kernel kills every process it started the
+//! moment it ends; killing it (a deadline, a cancel) takes the whole tree, and so does `mur`'s
+//! own death (`PR_SET_PDEATHSIG`).
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+
+use super::child::ChildPlan;
+use super::host::Namespaces;
+
+/// What the child's standard input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stdin {
+    /// `/dev/null`.
+    Null,
+    /// A pipe the caller writes.
+    Piped,
+}
+
+/// A command to start: program, arguments, folder, environment, and the sandbox to apply.
+pub struct Command {
+    program: CString,
+    argv: Vec<CString>,
+    cwd: CString,
+    /// `None`: inherit `mur`'s environment.
+    env: Option<Vec<CString>>,
+    stdin: Stdin,
+    plan: Option<Arc<ChildPlan>>,
+}
+
+fn cstring(s: &OsStr) -> io::Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an argument, path or variable contains a NUL byte",
+        )
+    })
+}
+
+impl Command {
+    /// `program` (an absolute path) run in `cwd`.
+    pub fn new(program: &Path, cwd: &Path) -> io::Result<Command> {
+        let program = cstring(program.as_os_str())?;
+        Ok(Command {
+            argv: vec![program.clone()],
+            program,
+            cwd: cstring(cwd.as_os_str())?,
+            env: None,
+            stdin: Stdin::Null,
+            plan: None,
+        })
+    }
+
+    /// Append arguments.
+    pub fn args<I, S>(&mut self, args: I) -> io::Result<&mut Command>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for a in args {
+            self.argv.push(cstring(a.as_ref())?);
+        }
+        Ok(self)
+    }
+
+    /// Replace the environment with exactly these variables.
+    pub fn env<'a>(
+        &mut self,
+        vars: impl IntoIterator<Item = (&'a OsStr, &'a OsStr)>,
+    ) -> io::Result<&mut Command> {
+        let mut env = Vec::new();
+        for (k, v) in vars {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            env.push(cstring(OsStr::from_bytes(&kv))?);
+        }
+        self.env = Some(env);
+        Ok(self)
+    }
+
+    /// Where standard input comes from (default `/dev/null`).
+    pub fn stdin(&mut self, stdin: Stdin) -> &mut Command {
+        self.stdin = stdin;
+        self
+    }
+
+    /// The sandbox applied before exec.
+    pub fn plan(&mut self, plan: Arc<ChildPlan>) -> &mut Command {
+        self.plan = Some(plan);
+        self
+    }
+
+    /// Start it. The error of a command that could not start (not found, not executable, the
+    /// sandbox refused) is the child's errno.
+    pub fn spawn(&self) -> io::Result<Child> {
+        spawn(self)
+    }
+}
+
+/// What the child reads while it sets itself up. Lives on the parent's stack: the parent is
+/// suspended (`CLONE_VFORK`) until the child execs or exits.
+struct Ctx<'a> {
+    program: &'a CString,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    cwd: &'a CString,
+    stdin: RawFd,
+    stdout: RawFd,
+    stderr: RawFd,
+    errors: RawFd,
+    plan: Option<&'a ChildPlan>,
+    own_group: bool,
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just opened and are ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+const STACK: usize = 64 * 1024;
+
+fn spawn(cmd: &Command) -> io::Result<Child> {
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (errors_r, errors_w) = pipe()?;
+    let (stdin_parent, stdin_child) = match cmd.stdin {
+        Stdin::Piped => {
+            let (r, w) = pipe()?;
+            (Some(w), r)
+        }
+        Stdin::Null => {
+            // SAFETY: opening /dev/null with a static path.
+            let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: just opened, ours.
+            (None, unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    };
+    let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let envp: Option<Vec<*const libc::c_char>> = cmd.env.as_ref().map(|env| {
+        let mut v: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();
+        v.push(std::ptr::null());
+        v
+    });
+    let plan = cmd.plan.as_deref();
+    let ctx = Ctx {
+        program: &cmd.program,
+        argv: argv.as_ptr(),
+        envp: match &envp {
+            Some(v) => v.as_ptr(),
+            // SAFETY: reading the process's environment pointer.
+            None => unsafe { environ_ptr() },
+        },
+        cwd: &cmd.cwd,
+        stdin: stdin_child.as_raw_fd(),
+        stdout: out_w.as_raw_fd(),
+        stderr: err_w.as_raw_fd(),
+        errors: errors_w.as_raw_fd(),
+        plan,
+        own_group: true,
+    };
+    // Without a PID namespace of its own, the process group is what bounds the tree.
+    let group = plan.is_none_or(|p| p.namespaces == Namespaces::None);
+    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
+    if let Some(p) = plan {
+        flags |= match p.namespaces {
+            Namespaces::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
+            Namespaces::Pid => libc::CLONE_NEWPID,
+            Namespaces::None => 0,
+        };
+        if p.private_net {
+            flags |= libc::CLONE_NEWNET;
+        }
+    }
+    let mut stack = vec![0u8; STACK];
+    let mut pidfd: libc::c_int = -1;
+    // SAFETY: all signals are blocked around the clone so no handler of `mur` runs on the
+    // child's stack; the child only reads `ctx` (alive: we are suspended until it execs or
+    // exits) and makes system calls; the stack outlives it for the same reason.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let top = stack.as_mut_ptr().add(STACK) as *mut libc::c_void;
+        let top = ((top as usize) & !15) as *mut libc::c_void;
+        let pid = libc::clone(
+            child_main,
+            top,
+            flags,
+            &ctx as *const Ctx as *mut libc::c_void,
+            &mut pidfd as *mut libc::c_int,
+        );
+        let err = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(err);
+        }
+        pid
+    };
+    drop(stack);
+    drop((out_w, err_w, errors_w, stdin_child));
+    // SAFETY: CLONE_PIDFD stored a new descriptor for the child.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    // The child has exec'd (the pipe closed on exec: nothing to read) or failed (its errno).
+    let mut errno = [0u8; 4];
+    // SAFETY: reading into a 4-byte buffer.
+    let n = unsafe { libc::read(errors_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
+    if n == 4 {
+        reap_blocking(&pidfd);
+        return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
+    }
+    // SAFETY: the AsyncFd owns the pidfd for its whole life.
+    let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)?;
+    Ok(Child {
+        pid,
+        pidfd: Some(pidfd),
+        stdin: stdin_parent.map(pipe::Sender::from_owned_fd).transpose()?,
+        stdout: Some(pipe::Receiver::from_owned_fd(out_r)?),
+        stderr: Some(pipe::Receiver::from_owned_fd(err_r)?),
+        group,
+    })
+}
+
+unsafe fn environ_ptr() -> *const *const libc::c_char {
+    extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    environ
+}
+
+/// Runs in the child, on its own stack, sharing `mur`'s memory until exec: system calls only.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `Ctx`, alive while we run (the parent is suspended).
+    unsafe {
+        let ctx = &*(arg as *const Ctx);
+        let fail = |errno: i32| fail(ctx.errors, errno);
+        let errno = || *libc::__errno_location();
+        // Signal handlers are `mur`'s code: a signal arriving before exec must not run them.
+        for sig in 1..=libc::SIGRTMAX() {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_IGN
+                && old.sa_sigaction != libc::SIG_DFL
+            {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            }
+        }
+        if let Some(plan) = ctx.plan {
+            if plan.namespaces == Namespaces::UserPid {
+                if let Err(e) = super::child::write_id_maps(&plan.maps) {
+                    fail(e.raw_os_error().unwrap_or(libc::EPERM));
+                }
+            }
+        }
+        for (from, to) in [(ctx.stdin, 0), (ctx.stdout, 1), (ctx.stderr, 2)] {
+            if libc::dup2(from, to) < 0 {
+                fail(errno());
+            }
+        }
+        if ctx.own_group && libc::setpgid(0, 0) != 0 {
+            fail(errno());
+        }
+        if libc::chdir(ctx.cwd.as_ptr()) != 0 {
+            fail(errno());
+        }
+        if let Some(plan) = ctx.plan {
+            if let Err(e) = plan.restrict() {
+                fail(e.raw_os_error().unwrap_or(libc::EPERM));
+            }
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        libc::execve(ctx.program.as_ptr(), ctx.argv, ctx.envp);
+        fail(errno())
+    }
+}
+
+/// Report `errno` to the parent through the error pipe and exit.
+unsafe fn fail(errors: RawFd, errno: i32) -> ! {
+    let bytes = errno.to_ne_bytes();
+    libc::write(errors, bytes.as_ptr().cast(), 4);
+    libc::_exit(127)
+}
+
+/// Wait for a child that is known to have exited or been killed (it failed before exec).
+fn reap_blocking(pidfd: &OwnedFd) {
+    // SAFETY: waitid on our own pidfd with a zeroed siginfo.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        while libc::waitid(
+            libc::P_PIDFD,
+            pidfd.as_raw_fd() as libc::id_t,
+            &mut info,
+            libc::WEXITED,
+        ) < 0
+            && *libc::__errno_location() == libc::EINTR
+        {}
+    }
+}
+
+/// A started command. Dropped before it was waited for, it is killed (with its process group,
+/// and with its PID namespace every process it started) and reaped in the background.
+pub struct Child {
+    pid: libc::pid_t,
+    pidfd: Option<AsyncFd<OwnedFd>>,
+    /// Its standard input, when piped.
+    pub stdin: Option<pipe::Sender>,
+    /// Its standard output.
+    pub stdout: Option<pipe::Receiver>,
+    /// Its standard error.
+    pub stderr: Option<pipe::Receiver>,
+    group: bool,
+}
+
+impl Child {
+    /// The child's pid (as `mur` sees it).
+    pub fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Wait for it to end: its exit code, or `None` when a signal ended it.
+    pub async fn wait(&mut self) -> io::Result<Option<i32>> {
+        let Some(fd) = &self.pidfd else {
+            return Err(io::Error::other("the command was already waited for"));
+        };
+        loop {
+            let mut guard = fd.readable().await?;
+            // SAFETY: waitid with WNOHANG on our own pidfd and a zeroed siginfo.
+            let (rc, info) = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let rc = libc::waitid(
+                    libc::P_PIDFD,
+                    fd.get_ref().as_raw_fd() as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG,
+                );
+                (rc, info)
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            // SAFETY: si_pid/si_status are valid for a SIGCHLD siginfo from waitid.
+            let (pid, code, status) = unsafe { (info.si_pid(), info.si_code, info.si_status()) };
+            if pid == 0 {
+                guard.clear_ready();
+                continue;
+            }
+            self.pidfd = None;
+            return Ok((code == libc::CLD_EXITED).then_some(status));
+        }
+    }
+
+    /// Kill it (and its process group) now.
+    pub fn kill(&self) {
+        // SAFETY: signals only; a stale pid is impossible while the pidfd is open (not reaped).
+        unsafe {
+            if let Some(fd) = &self.pidfd {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.get_ref().as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0u32,
+                );
+            }
+            if self.group {
+                libc::killpg(self.pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // Its process group may hold processes even after the leader was reaped.
+        if self.group {
+            // SAFETY: signals only.
+            unsafe {
+                libc::killpg(self.pid, libc::SIGKILL);
+            }
+        }
+        let Some(fd) = self.pidfd.take() else {
+            return;
+        };
+        self.kill_fd(&fd);
+        let fd = fd.into_inner();
+        // Reap it off the runtime threads: SIGKILL is prompt, but not instant.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn_blocking(move || reap_blocking(&fd));
+            }
+            Err(_) => reap_blocking(&fd),
+        }
+    }
+}
+
+impl Child {
+    fn kill_fd(&self, fd: &AsyncFd<OwnedFd>) {
+        // SAFETY: signal through our own pidfd.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd.get_ref().as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            );
+        }
+    }
+}
