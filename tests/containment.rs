@@ -771,3 +771,36 @@ fn a_delegated_child_is_contained_at_least_as_tightly_as_its_parent() {
     assert!(child.join("work/mine.txt").is_file());
     assert!(!child.join("planted.txt").exists());
 }
+
+#[test]
+fn a_pulled_style_script_tool_runs_only_with_its_interpreter_granted() {
+    let p = Project::new();
+    p.write("murmur.yaml", &scripted_manifest("probe", ""));
+    install_artifact(
+        &p,
+        "greet",
+        "name: greet\nversion: 0.1.0\nruntime: tool\nimplementation: native\ndescription: Says hello.\n",
+        "greet",
+        "#!/bin/sh\nread -r _\necho '{\"status\":\"passed\",\"data\":\"hello\"}'\n",
+    );
+    let manifest = |allow: &str| {
+        format!("name: probe\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: script.yaml\n  - name: local/greet\n    version: \"0.1.0\"\ncapabilities:\n  shell:\n    allow: [{allow}]\ntrace:\n  capture: content\ninference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n")
+    };
+    p.write(
+        "script.yaml",
+        "turns:\n  - call: [{tool: greet, input: {}}]\n  - say: done\n",
+    );
+    p.write("murmur.yaml", &manifest("bash"));
+    let s = run_ok(&p, &["run", "--task", "greet"]);
+    let o = outputs(&s);
+    assert!(
+        o[0].starts_with(
+            "tool 'greet' cannot start: its #! interpreter /bin/sh is not granted to this capsule"
+        ) && o[0].contains("add 'sh' to capabilities.shell.allow"),
+        "{}",
+        o[0]
+    );
+    p.write("murmur.yaml", &manifest("bash, sh"));
+    let s = run_ok(&p, &["run", "--task", "greet"]);
+    assert!(outputs(&s)[0].contains("hello"), "{}", outputs(&s)[0]);
+}

@@ -306,3 +306,124 @@ pub fn decide_on(
     }
     Ok(Decision { policy, warnings })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(caps: &str) -> Manifest {
+        let text = format!("name: t\nversion: \"1\"\ncapabilities:\n{caps}");
+        crate::manifest::parse_str(&text)
+            .expect("a valid manifest")
+            .0
+    }
+
+    fn host(abi: i32, ns: Namespaces) -> Host {
+        Host {
+            landlock_abi: abi,
+            namespaces: ns,
+            seccomp: true,
+            net_namespace: ns != Namespaces::None,
+        }
+    }
+
+    fn on(h: &Host, caps: &str, floor: Option<Level>) -> Result<Decision, Diagnostic> {
+        decide_on(
+            h,
+            &manifest(caps),
+            Path::new("murmur.yaml"),
+            Path::new("/p/workdir/ses_x"),
+            Path::new("/p/workdir/.murmur/ses_x"),
+            floor,
+        )
+    }
+
+    const SHELL: &str = "  shell:\n    allow: [bash]\n";
+
+    #[test]
+    fn the_default_floor_is_scoped_where_the_host_can_give_it() {
+        let d = on(&host(7, Namespaces::UserPid), SHELL, None).unwrap();
+        assert_eq!(
+            (d.policy.declared, d.policy.achieved),
+            (Level::Scoped, Level::Scoped)
+        );
+        assert!(d.warnings.is_empty());
+        // A host that could seal still achieves scoped unless sealed is asked for.
+        let d = on(&host(7, Namespaces::UserPid), SHELL, Some(Level::Sealed)).unwrap();
+        assert_eq!(d.policy.achieved, Level::Sealed);
+        assert!(d.policy.private_net);
+    }
+
+    #[test]
+    fn a_host_without_landlock_runs_advisory_with_one_warning_and_refuses_a_floor() {
+        let h = host(0, Namespaces::None);
+        let d = on(&h, SHELL, None).unwrap();
+        assert_eq!(
+            (d.policy.declared, d.policy.achieved),
+            (Level::Advisory, Level::Advisory)
+        );
+        let codes: Vec<&str> = d.warnings.iter().map(|w| w.code.as_str()).collect();
+        assert_eq!(codes, ["W-SEC-005"]);
+        for floor in [Level::Scoped, Level::Sealed] {
+            let e = on(&h, SHELL, Some(floor)).unwrap_err();
+            assert_eq!(e.code, "E-CAP-003");
+            assert!(
+                e.message.contains("Landlock is not available"),
+                "{}",
+                e.message
+            );
+        }
+        // The manifest's own floor is refused the same way.
+        let e = on(&h, &format!("  containment: scoped\n{SHELL}"), None).unwrap_err();
+        assert_eq!(e.code, "E-CAP-003");
+    }
+
+    #[test]
+    fn an_old_abi_names_the_missing_version() {
+        let e = on(&host(3, Namespaces::UserPid), SHELL, Some(Level::Scoped)).unwrap_err();
+        assert!(
+            e.message.contains("Landlock ABI 3 cannot restrict TCP"),
+            "{}",
+            e.message
+        );
+        let e = on(&host(5, Namespaces::UserPid), SHELL, Some(Level::Sealed)).unwrap_err();
+        assert!(
+            e.message.contains("Landlock ABI 5 cannot scope signals"),
+            "{}",
+            e.message
+        );
+        let e = on(&host(7, Namespaces::None), SHELL, Some(Level::Sealed)).unwrap_err();
+        assert!(e.message.contains("own PID namespace"), "{}", e.message);
+    }
+
+    #[test]
+    fn records_inside_the_work_folder_cap_the_level() {
+        let h = host(7, Namespaces::UserPid);
+        let m = manifest(SHELL);
+        let (w, r) = (Path::new("/p/wd"), Path::new("/p/wd/.murmur/ses_x"));
+        let d = decide_on(&h, &m, Path::new("murmur.yaml"), w, r, None).unwrap();
+        assert_eq!(d.policy.achieved, Level::Advisory);
+        let e = decide_on(&h, &m, Path::new("murmur.yaml"), w, r, Some(Level::Scoped)).unwrap_err();
+        assert!(
+            e.message.contains("records folder would be inside"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn ports_follow_network_allow() {
+        let h = host(7, Namespaces::UserPid);
+        let d = on(
+            &h,
+            "  network:\n    allow: [\"https://api.example.com\", \"localhost:8080\"]\n",
+            None,
+        )
+        .unwrap();
+        assert!(d.policy.network);
+        assert_eq!(d.policy.connect, Some(vec![443, 8080]));
+        let d = on(&h, SHELL, None).unwrap();
+        assert!(!d.policy.network);
+        assert_eq!(d.policy.connect, Some(vec![]));
+    }
+}

@@ -286,6 +286,24 @@ impl Sandbox {
         Ok(fd)
     }
 
+    /// Why a native tool's entrypoint could not execute, when its `#!` interpreter is what the
+    /// sandbox refused: a sentence naming the interpreter and the grant that would allow it.
+    pub fn ungranted_interpreter(&self, entry: &Path) -> Option<String> {
+        let policy = self.policy.as_ref()?;
+        let granted = |real: &Path| {
+            policy.binaries.iter().any(|b| b == real)
+                || policy.runtime_dirs.iter().any(|(d, _)| real.starts_with(d))
+        };
+        let missing = shebang(entry)
+            .into_iter()
+            .find(|written| !granted(&canonical(written)))?;
+        let name = missing.file_name()?.to_string_lossy().into_owned();
+        Some(format!(
+            "its #! interpreter {} is not granted to this capsule; a tool runs only the binaries the capsule grants: add '{name}' to capabilities.shell.allow to let it run",
+            missing.display()
+        ))
+    }
+
     /// The writable scope, only while it is a real folder inside the work folder: a command
     /// could have replaced it with a link pointing anywhere before a later ruleset is built.
     fn writable(&self, policy: &Policy) -> Vec<PathBuf> {
@@ -361,6 +379,11 @@ impl Drop for Sandbox {
 /// The programs a script's `#!` line runs (`/usr/bin/env X` runs `env`, then `X` from `PATH`),
 /// resolved; none for a binary.
 pub fn interpreters(script: &Path) -> Vec<PathBuf> {
+    shebang(script).iter().map(|p| canonical(p)).collect()
+}
+
+/// The programs a script's `#!` line names, as written (the target of `env` found on `PATH`).
+fn shebang(script: &Path) -> Vec<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
     let n = std::fs::File::open(script)
@@ -375,11 +398,11 @@ pub fn interpreters(script: &Path) -> Vec<PathBuf> {
     let Some(first) = words.next() else {
         return Vec::new();
     };
-    let mut out = vec![canonical(Path::new(first))];
+    let mut out = vec![PathBuf::from(first)];
     if Path::new(first).file_name().is_some_and(|n| n == "env") {
         if let Some(target) = words.find(|w| !w.starts_with('-')) {
             if let Some(found) = crate::tools::shell::which(target) {
-                out.push(canonical(&found));
+                out.push(found);
             }
         }
     }

@@ -56,9 +56,12 @@ impl ToolExecutor for NativeExecutor {
         )
         .await
         .map_err(|e| match e {
-            NoAnswer::Start(e) => {
-                format!("tool '{name}' cannot start ({}): {e}", entrypoint.display())
-            }
+            NoAnswer::Start(e) => match self.sandbox.ungranted_interpreter(entrypoint) {
+                Some(why) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    format!("tool '{name}' cannot start: {why}")
+                }
+                _ => format!("tool '{name}' cannot start ({}): {e}", entrypoint.display()),
+            },
             NoAnswer::Sandbox(e) => format!("tool '{name}' cannot start: {e}"),
             NoAnswer::Deadline => format!(
                 "tool '{name}' was still running after {} s and was killed (capabilities.limits.deadline_seconds)",
