@@ -96,6 +96,30 @@ async fn main() {
         "host: Landlock ABI {}, namespaces {:?}, seccomp {}",
         host.landlock_abi, host.namespaces, host.seccomp
     );
+    // What a session pays at launch to decide its containment (every delegated child does).
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let _ = contained(dir, None);
+        let loaded = mur::manifest::load(&dir.join("murmur.yaml")).unwrap();
+        let n = 2000;
+        let start = Instant::now();
+        for _ in 0..n {
+            let d = decide::decide(
+                &loaded.manifest,
+                &loaded.path,
+                &dir.join("work"),
+                &dir.join("records"),
+                None,
+            )
+            .unwrap();
+            std::hint::black_box(Sandbox::new(d.policy, dir.join("work"), dir.join("scratch")));
+        }
+        println!(
+            "decide + sandbox per session: {:.1} µs",
+            start.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
+    }
     for level in [None, Some(mur::contain::Level::Sealed)] {
         if level.is_some() && !host.can_seal() {
             continue;
