@@ -113,7 +113,11 @@ async fn main() {
                 None,
             )
             .unwrap();
-            std::hint::black_box(Sandbox::new(d.policy, dir.join("work"), dir.join("scratch")));
+            std::hint::black_box(Sandbox::new(
+                d.policy,
+                dir.join("work"),
+                dir.join("scratch"),
+            ));
         }
         println!(
             "decide + sandbox per session: {:.1} µs",

@@ -273,6 +273,7 @@ pub fn session_spec_with(
         for w in &decision.warnings {
             eprintln!("{w}");
         }
+        contain::sweep_stale_scratch();
     }
     let policy = decision.policy;
     grants.containment_floor = Some(policy.declared.as_str().to_string());
@@ -284,7 +285,7 @@ pub fn session_spec_with(
     let sandbox = Arc::new(contain::Sandbox::new(
         policy,
         place.paths.workdir.clone(),
-        std::env::temp_dir().join(format!("mur-{}", place.session_id)),
+        contain::scratch_dir(&place.session_id),
     ));
     // Declared artifacts, checked against their pins and extracted into the session's tools/.
     let staged = artifact::stage_declared(loaded, &place.paths.records_dir)?;

@@ -84,11 +84,8 @@ fn a_command_sees_a_baseline_environment_and_never_a_key() {
     // HOME and TMPDIR are the session's scratch folders, never the user's home.
     let dirs = stdout_of(&o[1]).trim().to_string();
     let (home, tmp) = dirs.split_once('|').unwrap();
-    assert!(
-        home.ends_with("/home") && home.contains("mur-ses_"),
-        "{home}"
-    );
-    assert!(tmp.ends_with("/tmp") && tmp.contains("mur-ses_"), "{tmp}");
+    assert!(home.ends_with("/home") && home.contains("/mur-"), "{home}");
+    assert!(tmp.ends_with("/tmp") && tmp.contains("/mur-"), "{tmp}");
     // No key reaches the command, the trace or mur's own output.
     let trace_text = std::fs::read_to_string(s.join("trace.jsonl")).unwrap();
     for (k, v) in secrets {
@@ -529,11 +526,30 @@ fn a_killed_mur_leaves_no_process_behind() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let pid = child.id();
     child.kill().unwrap(); // SIGKILL: mur gets no chance to clean up
     child.wait().unwrap();
     assert!(
         gone_within(&marker, Duration::from_secs(10)),
         "processes outlived mur"
+    );
+    // Its scratch folder is left behind; the next run removes it.
+    let stale = |pid: u32| {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("mur-{pid}-ses_"))
+            })
+    };
+    assert!(stale(pid));
+    capsule(&p, "  shell:\n    allow: [bash]\n", &[("bash", "true")]);
+    run_ok(&p, &["run", "--task", "again"]);
+    assert!(
+        !stale(pid),
+        "the next run removed the killed run's scratch folder"
     );
 }
 

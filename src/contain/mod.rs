@@ -409,6 +409,38 @@ fn shebang(script: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The scratch folder (`HOME`, `TMPDIR`) of a session's commands: `$TMPDIR/mur-<pid>-<ses>`.
+/// The pid lets a later `mur` remove what a killed one left ([`sweep_stale_scratch`]).
+pub fn scratch_dir(session_id: &str) -> PathBuf {
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    std::env::temp_dir().join(format!("mur-{pid}-{session_id}"))
+}
+
+/// Remove scratch folders whose `mur` is gone (killed before it could remove them). Once per
+/// process; a folder of a live process, or of another user, is left alone.
+pub fn sweep_stale_scratch() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("mur-")) else {
+                continue;
+            };
+            let Some((pid, ses)) = rest.split_once('-') else {
+                continue;
+            };
+            let alive = Path::new("/proc").join(pid).exists();
+            if !alive && ses.starts_with("ses_") && pid.parse::<u32>().is_ok() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+}
+
 /// `path` with every link resolved (Landlock sees the file that runs), else as given.
 pub fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
