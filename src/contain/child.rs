@@ -127,34 +127,6 @@ pub unsafe fn write_id_maps(maps: &IdMaps) -> std::io::Result<()> {
     write_proc(c"/proc/self/gid_map", maps.gid_map.as_bytes())
 }
 
-/// Enter a new PID namespace (with a user namespace of our own ids when `mode` says so, and a
-/// network namespace when `private_net`): what the host probe tries, in a forked child.
-///
-/// # Safety
-/// Only in a single-threaded (freshly forked) child.
-pub unsafe fn enter_namespaces(
-    mode: Namespaces,
-    private_net: bool,
-    maps: &IdMaps,
-) -> std::io::Result<()> {
-    let net = if private_net { libc::CLONE_NEWNET } else { 0 };
-    match mode {
-        Namespaces::None => Ok(()),
-        Namespaces::Pid => {
-            if libc::unshare(libc::CLONE_NEWPID | net) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        }
-        Namespaces::UserPid => {
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | net) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            write_id_maps(maps)
-        }
-    }
-}
-
 unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
     if fd < 0 {

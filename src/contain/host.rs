@@ -3,7 +3,8 @@
 //! Containment is decided per session from one reading of the host: the Landlock ABI (which
 //! file, network and scope rules exist), whether a command can get its own user and PID
 //! namespaces (so its whole process tree dies with it), and whether seccomp filters load. The
-//! probe forks once (for the namespaces) and is cached: sessions pay nothing for it.
+//! probe clones a short-lived child per namespace set it tries, the way commands start, and is
+//! cached: sessions pay nothing for it.
 
 use std::sync::OnceLock;
 
@@ -132,8 +133,8 @@ fn seccomp_available() -> bool {
     mode == 0 || mode == 2
 }
 
-/// Try, in a forked child, what [`super::child`] does before exec: user + PID (+ network)
-/// namespaces, else PID (+ network) alone.
+/// Try what [`super::spawn`] does: `clone` into user + PID (+ network) namespaces, else PID
+/// (+ network) alone.
 fn probe_namespaces() -> (Namespaces, bool) {
     let maps = super::child::IdMaps::current();
     for (mode, net) in [
@@ -142,34 +143,9 @@ fn probe_namespaces() -> (Namespaces, bool) {
         (Namespaces::Pid, true),
         (Namespaces::Pid, false),
     ] {
-        if try_in_child(|| {
-            // SAFETY: runs in the forked child, which only makes system calls and exits.
-            unsafe { super::child::enter_namespaces(mode, net, &maps).is_ok() }
-        }) {
+        if super::spawn::probe(mode, net, &maps) {
             return (mode, net);
         }
     }
     (Namespaces::None, false)
-}
-
-/// Fork, run `f` in the child (system calls only) and report whether it returned true.
-fn try_in_child(f: impl Fn() -> bool) -> bool {
-    // SAFETY: the child runs only `f` (system calls on prepared data) and `_exit`s; the parent
-    // waits for it.
-    unsafe {
-        let pid = libc::fork();
-        if pid < 0 {
-            return false;
-        }
-        if pid == 0 {
-            libc::_exit(if f() { 0 } else { 1 });
-        }
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0 {
-            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return false;
-            }
-        }
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
-    }
 }

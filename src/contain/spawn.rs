@@ -443,3 +443,70 @@ impl Child {
         }
     }
 }
+
+/// Whether `clone` with these namespace flags works here, the way [`Command::spawn`] uses it:
+/// the child enters them, writes its id maps when it has a user namespace, and exits.
+pub fn probe(namespaces: Namespaces, private_net: bool, maps: &super::child::IdMaps) -> bool {
+    struct Probe<'a> {
+        user: bool,
+        maps: &'a super::child::IdMaps,
+    }
+    extern "C" fn probe_main(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the parent's `Probe`, alive while we run (the parent is suspended).
+        unsafe {
+            let p = &*(arg as *const Probe);
+            if p.user && super::child::write_id_maps(p.maps).is_err() {
+                libc::_exit(1);
+            }
+            libc::_exit(0)
+        }
+    }
+    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
+    flags |= match namespaces {
+        Namespaces::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
+        Namespaces::Pid => libc::CLONE_NEWPID,
+        Namespaces::None => 0,
+    };
+    if private_net {
+        flags |= libc::CLONE_NEWNET;
+    }
+    let p = Probe {
+        user: namespaces == Namespaces::UserPid,
+        maps,
+    };
+    let mut stack = vec![0u8; STACK];
+    let mut pidfd: libc::c_int = -1;
+    // SAFETY: as in `spawn`: the child runs only `probe_main` on its own stack and exits.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let top = ((stack.as_mut_ptr().add(STACK) as usize) & !15) as *mut libc::c_void;
+        let pid = libc::clone(
+            probe_main,
+            top,
+            flags,
+            &p as *const Probe as *mut libc::c_void,
+            &mut pidfd as *mut libc::c_int,
+        );
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return false;
+        }
+        let pidfd = OwnedFd::from_raw_fd(pidfd);
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        while libc::waitid(
+            libc::P_PIDFD,
+            pidfd.as_raw_fd() as libc::id_t,
+            &mut info,
+            libc::WEXITED,
+        ) < 0
+        {
+            if *libc::__errno_location() != libc::EINTR {
+                return false;
+            }
+        }
+        info.si_code == libc::CLD_EXITED && info.si_status() == 0
+    }
+}
