@@ -53,6 +53,22 @@ fn run_ok(p: &Project, args: &[&str]) -> PathBuf {
     p.sessions().pop().expect("a session")
 }
 
+/// `mur run --workdir wd` with `HOME` inside the project: mur's output and the newest
+/// session's records (under `home/.murmur/records/<wd>/`).
+fn run_in_wd(p: &Project, task: &str) -> (std::process::Output, PathBuf) {
+    let home = p.path().join("home");
+    let out = p
+        .mur_cmd(&["run", "--task", task, "--workdir", "wd"])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = list(&records_home(&home, &p.path().join("wd")))
+        .pop()
+        .unwrap();
+    (out, records)
+}
+
 const SHELL: &str = "  shell:\n    allow: [bash, cat, ls, env, rm, touch, head, uname]\n";
 
 #[test]
@@ -198,19 +214,13 @@ fn a_scope_narrows_what_commands_may_write() {
     // The operator's layout: the scope is a folder of the work folder; the rest stays readable.
     p.write("wd/out/.keep", "");
     p.write("wd/readme.txt", "read me\n");
-    let out = p
-        .mur_cmd(&["run", "--task", "write", "--workdir", "wd"])
-        .env("HOME", p.path().join("home"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, records) = run_in_wd(&p, "write");
     assert_eq!(
         std::fs::read_to_string(p.path().join("wd/out/a.txt")).unwrap(),
         "a\n"
     );
     assert!(!p.path().join("wd/top.txt").exists());
-    let home = p.path().join("home");
-    let o = outputs(&list(&records_home(&home, &p.path().join("wd")))[0]);
+    let o = outputs(&records);
     assert!(o[1].contains("Permission denied"), "{}", o[1]);
     assert!(o[2].contains("read me"), "{}", o[2]);
 }
@@ -286,14 +296,8 @@ fn only_granted_binaries_run() {
             ("bash", "./hello.sh"),
         ],
     );
-    let home = p.path().join("home");
-    let out = p
-        .mur_cmd(&["run", "--task", "try", "--workdir", "wd"])
-        .env("HOME", &home)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let o = outputs(&list(&records_home(&home, &p.path().join("wd")))[0]);
+    let (_, records) = run_in_wd(&p, "try");
+    let o = outputs(&records);
     assert!(
         o[0].contains("Exit code: 126") && o[0].contains("Permission denied"),
         "{}",
@@ -313,20 +317,12 @@ fn only_granted_binaries_run() {
         "  shell:\n    allow: [bash]\n  filesystem:\n    workdir_exec: true\n",
         &[("bash", "./hello.sh")],
     );
-    let out = p
-        .mur_cmd(&["run", "--task", "try", "--workdir", "wd"])
-        .env("HOME", &home)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (out, s) = run_in_wd(&p, "try");
     assert!(
         stderr(&out).contains("warning[W-SEC-011]"),
         "{}",
         stderr(&out)
     );
-    let s = list(&records_home(&home, &p.path().join("wd")))
-        .pop()
-        .unwrap();
     assert!(outputs(&s)[0].contains("hello from a script"));
     let t = trace(&s.join("trace.jsonl"));
     assert_eq!(t[0]["containment_declared"], "advisory");

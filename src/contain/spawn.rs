@@ -187,47 +187,12 @@ fn spawn(cmd: &Command) -> io::Result<Child> {
     };
     // Without a PID namespace of its own, the process group is what bounds the tree.
     let group = plan.is_none_or(|p| p.namespaces == Namespaces::None);
-    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
-    if let Some(p) = plan {
-        flags |= match p.namespaces {
-            Namespaces::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
-            Namespaces::Pid => libc::CLONE_NEWPID,
-            Namespaces::None => 0,
-        };
-        if p.private_net {
-            flags |= libc::CLONE_NEWNET;
-        }
-    }
-    let mut stack = vec![0u8; STACK];
-    let mut pidfd: libc::c_int = -1;
-    // SAFETY: all signals are blocked around the clone so no handler of `mur` runs on the
-    // child's stack; the child only reads `ctx` (alive: we are suspended until it execs or
-    // exits) and makes system calls; the stack outlives it for the same reason.
-    let pid = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let top = stack.as_mut_ptr().add(STACK) as *mut libc::c_void;
-        let top = ((top as usize) & !15) as *mut libc::c_void;
-        let pid = libc::clone(
-            child_main,
-            top,
-            flags,
-            &ctx as *const Ctx as *mut libc::c_void,
-            &mut pidfd as *mut libc::c_int,
-        );
-        let err = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(err);
-        }
-        pid
-    };
-    drop(stack);
+    let extra = plan.map_or(0, |p| ns_flags(p.namespaces, p.private_net));
+    // SAFETY: the child only reads `ctx` (alive: we are suspended until it execs or exits) and
+    // makes system calls.
+    let (pid, pidfd) =
+        unsafe { clone_vfork(extra, child_main, &ctx as *const Ctx as *mut libc::c_void)? };
     drop((out_w, err_w, errors_w, stdin_child));
-    // SAFETY: CLONE_PIDFD stored a new descriptor for the child.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     // The child has exec'd (the pipe closed on exec: nothing to read) or failed (its errno).
     let mut errno = [0u8; 4];
     // SAFETY: reading into a 4-byte buffer.
@@ -313,19 +278,64 @@ unsafe fn fail(errors: RawFd, errno: i32) -> ! {
     libc::_exit(127)
 }
 
-/// Wait for a child that is known to have exited or been killed (it failed before exec).
-fn reap_blocking(pidfd: &OwnedFd) {
+/// The clone flags of a command's namespaces.
+fn ns_flags(namespaces: Namespaces, private_net: bool) -> libc::c_int {
+    let ns = match namespaces {
+        Namespaces::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
+        Namespaces::Pid => libc::CLONE_NEWPID,
+        Namespaces::None => 0,
+    };
+    ns | if private_net { libc::CLONE_NEWNET } else { 0 }
+}
+
+/// `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD | extra)` running `main(arg)` on a stack of its
+/// own, with every signal blocked around it (no handler of `mur` may run on the child's stack).
+/// Returns when the child has exec'd or exited: its pid and pidfd.
+///
+/// # Safety
+/// `main` may only make system calls on data `arg` points to, which must stay alive.
+unsafe fn clone_vfork(
+    extra: libc::c_int,
+    main: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> io::Result<(libc::pid_t, OwnedFd)> {
+    let mut stack = vec![0u8; STACK];
+    let top = ((stack.as_mut_ptr().add(STACK) as usize) & !15) as *mut libc::c_void;
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD | extra;
+    let mut pidfd: libc::c_int = -1;
+    let mut all: libc::sigset_t = std::mem::zeroed();
+    let mut old: libc::sigset_t = std::mem::zeroed();
+    libc::sigfillset(&mut all);
+    libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    let pid = libc::clone(main, top, flags, arg, &mut pidfd as *mut libc::c_int);
+    let err = io::Error::last_os_error();
+    libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    drop(stack);
+    if pid < 0 {
+        return Err(err);
+    }
+    Ok((pid, OwnedFd::from_raw_fd(pidfd)))
+}
+
+/// Wait for a child that has exited or is being killed; how it ended.
+fn reap_blocking(pidfd: &OwnedFd) -> Option<libc::siginfo_t> {
     // SAFETY: waitid on our own pidfd with a zeroed siginfo.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
-        while libc::waitid(
-            libc::P_PIDFD,
-            pidfd.as_raw_fd() as libc::id_t,
-            &mut info,
-            libc::WEXITED,
-        ) < 0
-            && *libc::__errno_location() == libc::EINTR
-        {}
+        loop {
+            let rc = libc::waitid(
+                libc::P_PIDFD,
+                pidfd.as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED,
+            );
+            if rc == 0 {
+                return Some(info);
+            }
+            if *libc::__errno_location() != libc::EINTR {
+                return None;
+            }
+        }
     }
 }
 
@@ -387,21 +397,29 @@ impl Child {
 
     /// Kill it (and its process group) now.
     pub fn kill(&self) {
-        // SAFETY: signals only; a stale pid is impossible while the pidfd is open (not reaped).
-        unsafe {
-            if let Some(fd) = &self.pidfd {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    fd.get_ref().as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0u32,
-                );
-            }
-            if self.group {
+        if let Some(fd) = &self.pidfd {
+            pidfd_kill(fd.get_ref());
+        }
+        if self.group {
+            // SAFETY: a signal only; the group id is ours while the leader is not reaped.
+            unsafe {
                 libc::killpg(self.pid, libc::SIGKILL);
             }
         }
+    }
+}
+
+/// SIGKILL through a pidfd (never a recycled pid).
+fn pidfd_kill(fd: &OwnedFd) {
+    // SAFETY: a signal through our own pidfd.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        );
     }
 }
 
@@ -417,29 +435,18 @@ impl Drop for Child {
         let Some(fd) = self.pidfd.take() else {
             return;
         };
-        self.kill_fd(&fd);
         let fd = fd.into_inner();
+        pidfd_kill(&fd);
         // Reap it off the runtime threads: SIGKILL is prompt, but not instant.
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
-                h.spawn_blocking(move || reap_blocking(&fd));
+                h.spawn_blocking(move || {
+                    reap_blocking(&fd);
+                });
             }
-            Err(_) => reap_blocking(&fd),
-        }
-    }
-}
-
-impl Child {
-    fn kill_fd(&self, fd: &AsyncFd<OwnedFd>) {
-        // SAFETY: signal through our own pidfd.
-        unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                fd.get_ref().as_raw_fd(),
-                libc::SIGKILL,
-                std::ptr::null::<libc::siginfo_t>(),
-                0u32,
-            );
+            Err(_) => {
+                reap_blocking(&fd);
+            }
         }
     }
 }
@@ -461,52 +468,22 @@ pub fn probe(namespaces: Namespaces, private_net: bool, maps: &super::child::IdM
             libc::_exit(0)
         }
     }
-    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
-    flags |= match namespaces {
-        Namespaces::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
-        Namespaces::Pid => libc::CLONE_NEWPID,
-        Namespaces::None => 0,
-    };
-    if private_net {
-        flags |= libc::CLONE_NEWNET;
-    }
     let p = Probe {
         user: namespaces == Namespaces::UserPid,
         maps,
     };
-    let mut stack = vec![0u8; STACK];
-    let mut pidfd: libc::c_int = -1;
-    // SAFETY: as in `spawn`: the child runs only `probe_main` on its own stack and exits.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let top = ((stack.as_mut_ptr().add(STACK) as usize) & !15) as *mut libc::c_void;
-        let pid = libc::clone(
+    // SAFETY: the child runs only `probe_main` and exits.
+    let spawned = unsafe {
+        clone_vfork(
+            ns_flags(namespaces, private_net),
             probe_main,
-            top,
-            flags,
             &p as *const Probe as *mut libc::c_void,
-            &mut pidfd as *mut libc::c_int,
-        );
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return false;
-        }
-        let pidfd = OwnedFd::from_raw_fd(pidfd);
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        while libc::waitid(
-            libc::P_PIDFD,
-            pidfd.as_raw_fd() as libc::id_t,
-            &mut info,
-            libc::WEXITED,
-        ) < 0
-        {
-            if *libc::__errno_location() != libc::EINTR {
-                return false;
-            }
-        }
-        info.si_code == libc::CLD_EXITED && info.si_status() == 0
-    }
+        )
+    };
+    let Ok((_, pidfd)) = spawned else {
+        return false;
+    };
+    // SAFETY: si_status is valid for a SIGCHLD siginfo from waitid.
+    reap_blocking(&pidfd)
+        .is_some_and(|info| info.si_code == libc::CLD_EXITED && unsafe { info.si_status() } == 0)
 }
