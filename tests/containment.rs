@@ -76,8 +76,16 @@ fn a_command_sees_a_baseline_environment_and_never_a_key() {
     let p = Project::new();
     capsule(
         &p,
-        "  shell:\n    allow: [bash, env]\n    baseline_env: [\"*\"]\n",
-        &[("env", "-0"), ("bash", "echo \"$HOME|$TMPDIR\"")],
+        "  shell:\n    allow: [bash, env, cat, grep]\n    baseline_env: [\"*\"]\n",
+        &[
+            ("env", "-0"),
+            ("bash", "echo \"$HOME|$TMPDIR\""),
+            // Every process's environment (mur's holds the keys): refused by Landlock.
+            (
+                "bash",
+                "for f in /proc/[0-9]*/environ; do cat \"$f\"; done 2>/dev/null | grep -c secret",
+            ),
+        ],
     );
     let secrets = [
         ("ANTHROPIC_API_KEY", "sk-ant-secret-1"),
@@ -102,6 +110,7 @@ fn a_command_sees_a_baseline_environment_and_never_a_key() {
     let (home, tmp) = dirs.split_once('|').unwrap();
     assert!(home.ends_with("/home") && home.contains("/mur-"), "{home}");
     assert!(tmp.ends_with("/tmp") && tmp.contains("/mur-"), "{tmp}");
+    assert_eq!(stdout_of(&o[2]).trim(), "0", "{}", o[2]);
     // No key reaches the command, the trace or mur's own output.
     let trace_text = std::fs::read_to_string(s.join("trace.jsonl")).unwrap();
     for (k, v) in secrets {

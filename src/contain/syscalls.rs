@@ -59,6 +59,11 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_lookup_dcookie,
     libc::SYS_open_by_handle_at,
     libc::SYS_name_to_handle_at,
+    // io_uring submits socket and file operations that no syscall filter sees.
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_pidfd_getfd,
 ];
 
 /// Namespace flags `clone` may not carry.
