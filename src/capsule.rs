@@ -109,6 +109,19 @@ pub fn grants(m: &Manifest) -> Grants {
             .as_ref()
             .map(|n| n.allow.clone())
             .unwrap_or_default(),
+        install_tool: caps
+            .install
+            .as_ref()
+            .map(|i| i.tool.iter().map(|p| p.to_string()).collect())
+            .unwrap_or_default(),
+        install_skill: caps
+            .install
+            .as_ref()
+            .map(|i| i.skill.iter().map(|p| p.to_string()).collect())
+            .unwrap_or_default(),
+        install_sources: caps.install.as_ref().is_some_and(|i| i.from_sources()),
+        workdir_exec: caps.filesystem.as_ref().is_some_and(|f| f.workdir_exec),
+        unix_sockets: caps.network.as_ref().is_some_and(|n| n.unix_sockets),
         containment_floor: None,
     }
 }

@@ -16,7 +16,7 @@ use mur_actors::model::ModelDriver;
 use mur_actors::spec::{Grants, SessionSpec, SpawnedBy};
 
 use crate::capsule::{self, Placement};
-use crate::manifest::{self, LoadedManifest};
+use crate::manifest::{self, InstallPattern, LoadedManifest};
 
 /// Finds the folder holding a capsule's extracted manifest.
 pub type Locator = dyn Fn(&str, &str) -> Result<PathBuf, String> + Send + Sync;
@@ -111,7 +111,51 @@ pub fn exceeds(child: &Grants, parent: &Grants) -> Option<String> {
     if child.install && !parent.install {
         return Some("capabilities.install".into());
     }
-    None
+    // Each pull pattern of the child must admit nothing its parent's patterns do not.
+    for (key, c, p) in [
+        (
+            "capabilities.install.tool",
+            &child.install_tool,
+            &parent.install_tool,
+        ),
+        (
+            "capabilities.install.skill",
+            &child.install_skill,
+            &parent.install_skill,
+        ),
+    ] {
+        let parents: Vec<InstallPattern> = p
+            .iter()
+            .filter_map(|t| InstallPattern::parse(t).ok())
+            .collect();
+        if let Some(extra) = c.iter().find(|t| {
+            InstallPattern::parse(t).map_or(true, |cp| !parents.iter().any(|pp| pp.covers(&cp)))
+        }) {
+            return Some(format!("{key} entry '{extra}'"));
+        }
+    }
+    let flags = [
+        (
+            child.install_sources && !parent.install_sources,
+            "capabilities.install.from entry 'sources'",
+        ),
+        (
+            child.peer_files_export && !parent.peer_files_export,
+            "exports.peer_files",
+        ),
+        (
+            child.workdir_exec && !parent.workdir_exec,
+            "capabilities.filesystem.workdir_exec: true",
+        ),
+        (
+            child.unix_sockets && !parent.unix_sockets,
+            "capabilities.network.unix_sockets: true",
+        ),
+    ];
+    flags
+        .into_iter()
+        .find(|(more, _)| *more)
+        .map(|(_, what)| what.to_string())
 }
 
 #[async_trait]
@@ -179,5 +223,65 @@ mod tests {
             exceeds(&child, &parent).as_deref(),
             Some("capabilities.plan.submit: true")
         );
+    }
+
+    fn pulls(tool: &[&str], sources: bool) -> Grants {
+        Grants {
+            install: true,
+            install_tool: tool.iter().map(|s| s.to_string()).collect(),
+            install_sources: sources,
+            ..Grants::default()
+        }
+    }
+
+    #[test]
+    fn a_childs_pull_patterns_stay_within_its_parents() {
+        let parent = pulls(&["murmur/tool-edit"], false);
+        assert_eq!(exceeds(&pulls(&["murmur/tool-edit"], false), &parent), None);
+        assert_eq!(
+            exceeds(&pulls(&["*"], false), &parent).as_deref(),
+            Some("capabilities.install.tool entry '*'")
+        );
+        assert_eq!(
+            exceeds(&pulls(&["murmur/tool-*"], false), &parent).as_deref(),
+            Some("capabilities.install.tool entry 'murmur/tool-*'")
+        );
+        let wide = pulls(&["murmur/*"], false);
+        assert_eq!(exceeds(&pulls(&["murmur/tool-*"], false), &wide), None);
+        assert_eq!(
+            exceeds(&pulls(&["murmur/tool-*"], true), &wide).as_deref(),
+            Some("capabilities.install.from entry 'sources'")
+        );
+    }
+
+    #[test]
+    fn exports_and_containment_grants_are_compared_too() {
+        let parent = Grants::default();
+        for (child, key) in [
+            (
+                Grants {
+                    peer_files_export: true,
+                    ..Grants::default()
+                },
+                "exports.peer_files",
+            ),
+            (
+                Grants {
+                    workdir_exec: true,
+                    ..Grants::default()
+                },
+                "capabilities.filesystem.workdir_exec: true",
+            ),
+            (
+                Grants {
+                    unix_sockets: true,
+                    ..Grants::default()
+                },
+                "capabilities.network.unix_sockets: true",
+            ),
+        ] {
+            assert_eq!(exceeds(&child, &parent).as_deref(), Some(key));
+            assert_eq!(exceeds(&child, &child), None);
+        }
     }
 }

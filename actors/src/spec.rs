@@ -27,6 +27,16 @@ pub struct Grants {
     pub install: bool,
     /// `capabilities.network.allow`.
     pub network_allow: Vec<String>,
+    /// `capabilities.install.tool` patterns, as written (`murmur/tool-*`).
+    pub install_tool: Vec<String>,
+    /// `capabilities.install.skill` patterns, as written.
+    pub install_skill: Vec<String>,
+    /// `capabilities.install.from` includes `sources`.
+    pub install_sources: bool,
+    /// `capabilities.filesystem.workdir_exec`: commands may execute what the work folder holds.
+    pub workdir_exec: bool,
+    /// `capabilities.network.unix_sockets`.
+    pub unix_sockets: bool,
     /// The containment floor the session runs at (`advisory|scoped|sealed`): a child it
     /// delegates to runs at least this contained. `None` when the embedder decides nothing.
     pub containment_floor: Option<String>,
