@@ -324,6 +324,7 @@ mod tests {
             namespaces: ns,
             seccomp: true,
             net_namespace: ns != Namespaces::None,
+            cgroup: None,
         }
     }
 

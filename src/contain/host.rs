@@ -38,6 +38,21 @@ pub struct Host {
     /// A command can get its own network namespace (used by `sealed` when no network is
     /// granted).
     pub net_namespace: bool,
+    /// What the host offers of cgroup v2 for this process: its cgroup folder, whether `mur` may
+    /// create cgroups below it, and the controllers it has. `mur` applies no cgroup limit (the
+    /// resources are rlimits); `mur doctor` says what a later version could use.
+    pub cgroup: Option<Cgroup>,
+}
+
+/// This process's cgroup v2, as the host offers it.
+#[derive(Clone, Debug)]
+pub struct Cgroup {
+    /// The cgroup's folder under the cgroup2 mount.
+    pub dir: std::path::PathBuf,
+    /// `mur` may create cgroups below it.
+    pub writable: bool,
+    /// Its `cgroup.controllers`.
+    pub controllers: Vec<String>,
 }
 
 impl Host {
@@ -105,7 +120,37 @@ fn probe() -> Host {
         namespaces,
         seccomp: seccomp_available(),
         net_namespace,
+        cgroup: cgroup(),
     }
+}
+
+/// The cgroup2 folder of this process: the mount point (from `/proc/self/mountinfo`) joined with
+/// the `0::` line of `/proc/self/cgroup`.
+fn cgroup() -> Option<Cgroup> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        right
+            .starts_with("cgroup2 ")
+            .then(|| left.split(' ').nth(4).map(str::to_string))
+            .flatten()
+    })?;
+    let dir = std::path::Path::new(&mount).join(rel.trim_start_matches('/'));
+    let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: access(2) only reads the path.
+    let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
+    Some(Cgroup {
+        dir,
+        writable,
+        controllers,
+    })
 }
 
 fn landlock_abi() -> i32 {

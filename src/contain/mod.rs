@@ -531,6 +531,31 @@ pub fn host_report(h: &Host) -> Vec<String> {
             "TCP by port (Landlock)"
         }
     ));
-    out.push("resources:  rlimits per command; cgroups are not used".into());
+    out.push(format!(
+        "resources:  rlimits per command; {}",
+        match &h.cgroup {
+            None => "no cgroup v2 here".to_string(),
+            Some(c) => {
+                let limits: Vec<&str> = ["memory", "pids", "cpu", "io"]
+                    .into_iter()
+                    .filter(|k| c.controllers.iter().any(|x| x == k))
+                    .collect();
+                format!(
+                    "cgroup v2 {} ({}{}) is not used",
+                    c.dir.display(),
+                    if limits.is_empty() {
+                        "no memory, pids, cpu or io controller".to_string()
+                    } else {
+                        format!("controllers {}", limits.join(", "))
+                    },
+                    if c.writable {
+                        ", delegated"
+                    } else {
+                        ", not delegated"
+                    }
+                )
+            }
+        }
+    ));
     out
 }
