@@ -538,7 +538,8 @@ fn a_killed_mur_leaves_no_process_behind() {
         gone_within(&marker, Duration::from_secs(10)),
         "processes outlived mur"
     );
-    // Its scratch folder is left behind; the next run removes it.
+    // Its scratch folder was left behind; the next run removes it (any run may: another test's
+    // run can have done it already, so only the end state is checked).
     let stale = |pid: u32| {
         std::fs::read_dir(std::env::temp_dir())
             .unwrap()
@@ -549,7 +550,6 @@ fn a_killed_mur_leaves_no_process_behind() {
                     .starts_with(&format!("mur-{pid}-ses_"))
             })
     };
-    assert!(stale(pid));
     capsule(&p, "  shell:\n    allow: [bash]\n", &[("bash", "true")]);
     run_ok(&p, &["run", "--task", "again"]);
     assert!(
