@@ -306,3 +306,89 @@ async fn policy_hooks_deny_calls_before_they_run_and_fail_closed() {
         1
     );
 }
+
+/// Whether a process whose command line contains `marker` is alive.
+fn alive(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_after_a_plan_kills_the_next_running_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("sleep 53.{}", std::process::id());
+    let script = format!(
+        "turns:\n  - call: [{{tool: submit-plan, input: {{plan: {{id: p, steps: [{{id: a, shell: \"true\"}}]}}}}}}]\n  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]\n  - say: never\n"
+    );
+    let mut s = spec(dir.path(), &script, &["bash", "true"], None);
+    s.grants.plan_submit = true;
+    s.tools = mur_actors::provided::provided_tools(&s.grants);
+    let (sup, handle) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
+        .await
+        .unwrap();
+    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(s),
+        reply
+    })
+    .unwrap()
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !alive(&marker) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = sup.send_message(SupervisorMsg::Shutdown {
+        reason: "test".into(),
+    });
+    let report = tokio::time::timeout(Duration::from_secs(20), rx)
+        .await
+        .expect("session ended in time")
+        .unwrap();
+    assert_eq!(report.exit_status, ExitStatus::Canceled);
+    // This process lives on: nothing but the cancel itself can have ended the command.
+    let gone = std::time::Instant::now() + Duration::from_secs(5);
+    while alive(&marker) {
+        assert!(
+            std::time::Instant::now() < gone,
+            "the canceled command is still running"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sup.stop(None);
+    handle.await.unwrap();
+}
+
+/// A shell executor with a bug: it panics.
+struct Panics;
+
+#[async_trait::async_trait]
+impl mur_actors::tool::ToolExecutor for Panics {
+    async fn execute(&self, _: mur_actors::tool::ExecRequest) -> mur_actors::tool::ExecResult {
+        panic!("executor bug on purpose")
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_tool_call_is_an_error_for_the_model_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "turns:\n  - call: [{tool: bash, input: {command: 'true'}}]\n  - expect: 'it panicked: executor bug on purpose'\n    say: the tool broke\n";
+    let mut s = spec(dir.path(), script, &["bash"], None);
+    s.executors.shell = Arc::new(Panics);
+    let records = s.paths.records_dir.clone();
+    let report = run(s, None).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    assert_eq!(report.result, "the tool broke");
+    let t = trace(&records);
+    let call = t.iter().find(|l| l["event_type"] == "tool_call").unwrap();
+    assert_eq!(call["status"], "error");
+}

@@ -586,11 +586,16 @@ impl Actor for Dispatcher {
             }
             DispatcherMsg::Dispatch(request) => {
                 let started = Instant::now();
+                // The cancel channel belongs to the plan that set it: a later call (a plan sets
+                // it again) is canceled by aborting its task.
+                state.plan_cancel = None;
                 let work = state.work(request.clone(), started);
                 let gate = state.gate.clone();
                 let session = state.session.clone();
                 let turn = request.turn;
-                state.running = Some(tokio::spawn(async move {
+                let (name, call_id) = (request.name.clone(), request.id.clone());
+                let crash_report = request.clone();
+                let call = async move {
                     if let Some(gate) = gate {
                         if let Some(denied) = gate.decide(&request, turn).await {
                             let d = Dispatched {
@@ -611,6 +616,32 @@ impl Actor for Dispatcher {
                     }
                     let d = work.await;
                     let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
+                };
+                let session = state.session.clone();
+                state.running = Some(tokio::spawn(async move {
+                    // A panic in a call (an executor's bug) is the call's error, never a hang.
+                    if let Err(panic) =
+                        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(call)).await
+                    {
+                        let why = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "no message".into());
+                        tracing::error!(tool = %name, call = %call_id, "tool call panicked: {why}");
+                        let d = Dispatched {
+                            request: crash_report,
+                            kind: CallKind::Tool,
+                            result: CallResult::Refused {
+                                text: format!(
+                                    "tool '{name}' failed inside the runtime (it panicked: {why}); the call did not complete"
+                                ),
+                            },
+                            duration_ms: started.elapsed().as_millis() as u64,
+                            effect: None,
+                        };
+                        let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
+                    }
                 }));
             }
         }
