@@ -137,7 +137,23 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both descriptors were just opened and are ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(r)?, above_stdio(w)?))
+}
+
+/// A descriptor numbered 3 or more: when `mur` runs with a standard stream closed, a new
+/// descriptor can be 0, 1 or 2, and the child's `dup2` onto those numbers would clobber it.
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor we own; the old one closes on drop.
+    let high = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if high < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: just created, ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(high) })
 }
 
 const STACK: usize = 64 * 1024;
@@ -158,7 +174,7 @@ fn spawn(cmd: &Command) -> io::Result<Child> {
                 return Err(io::Error::last_os_error());
             }
             // SAFETY: just opened, ours.
-            (None, unsafe { OwnedFd::from_raw_fd(fd) })
+            (None, above_stdio(unsafe { OwnedFd::from_raw_fd(fd) })?)
         }
     };
     let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();

@@ -93,6 +93,17 @@ pub enum CallResult {
     },
 }
 
+/// The task of the call in flight. Dropping it aborts the task, so a call never outlives its
+/// Dispatcher: not on a cancel, not when the Dispatcher is killed with its Session (a killed
+/// actor skips `post_stop`, but its state is still dropped).
+struct RunningCall(JoinHandle<()>);
+
+impl Drop for RunningCall {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Something a call changed in the session beyond its result text, for the Session to record.
 #[derive(Clone, Debug)]
 pub enum Effect {
@@ -213,7 +224,7 @@ pub struct DispatcherState {
     trace: TraceWriter,
     session_event: String,
     session: ActorRef<SessionMsg>,
-    running: Option<JoinHandle<()>>,
+    running: Option<RunningCall>,
     plan_cancel: Option<watch::Sender<bool>>,
 }
 
@@ -580,8 +591,9 @@ impl Actor for Dispatcher {
                 if let Some(tx) = state.plan_cancel.take() {
                     // A plan winds down itself (its plan_end says why).
                     let _ = tx.send(true);
-                } else if let Some(h) = state.running.take() {
-                    h.abort();
+                } else {
+                    // Dropping it aborts the task; the executor's subprocess dies with it.
+                    state.running = None;
                 }
             }
             DispatcherMsg::Dispatch(request) => {
@@ -618,7 +630,7 @@ impl Actor for Dispatcher {
                     let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
                 };
                 let session = state.session.clone();
-                state.running = Some(tokio::spawn(async move {
+                state.running = Some(RunningCall(tokio::spawn(async move {
                     // A panic in a call (an executor's bug) is the call's error, never a hang.
                     if let Err(panic) =
                         futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(call)).await
@@ -642,7 +654,7 @@ impl Actor for Dispatcher {
                         };
                         let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
                     }
-                }));
+                })));
             }
         }
         Ok(())
@@ -653,9 +665,7 @@ impl Actor for Dispatcher {
         _myself: ActorRef<Self::Msg>,
         state: &mut DispatcherState,
     ) -> Result<(), ActorProcessingErr> {
-        if let Some(h) = state.running.take() {
-            h.abort();
-        }
+        state.running = None;
         Ok(())
     }
 }
