@@ -44,7 +44,7 @@ pub struct ChildPlan {
     /// The maps written when a user namespace is entered.
     pub maps: IdMaps,
     /// `(resource, limit)` pairs applied with `setrlimit` (soft and hard).
-    pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    pub rlimits: Vec<(rustix::process::Resource, u64)>,
     /// The Landlock ruleset to restrict to, when Landlock is enforced.
     pub ruleset: Option<Arc<OwnedFd>>,
     /// Seccomp programs, loaded in order.
@@ -85,26 +85,20 @@ impl ChildPlan {
     /// # Safety
     /// Only in the child of [`super::spawn`], before exec: it makes system calls only.
     pub unsafe fn restrict(&self) -> std::io::Result<()> {
+        use rustix::process::{getrlimit, set_parent_process_death_signal, setrlimit, Rlimit};
+        let os = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
         // If `mur` dies, so does the command, and with a PID namespace every process it started.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).map_err(os)?;
         for &(resource, limit) in &self.rlimits {
-            let mut cur = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
+            let hard = getrlimit(resource).maximum;
+            let limit = hard.map_or(limit, |h| limit.min(h));
+            let lim = Rlimit {
+                current: Some(limit),
+                maximum: Some(limit),
             };
-            libc::getrlimit(resource, &mut cur);
-            let limit = limit.min(cur.rlim_max);
-            let lim = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            if libc::setrlimit(resource, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            setrlimit(resource, lim).map_err(os)?;
         }
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        rustix::thread::set_no_new_privs(true).map_err(os)?;
         if let Some(fd) = &self.ruleset {
             if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
                 return Err(std::io::Error::last_os_error());

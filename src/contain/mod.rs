@@ -225,25 +225,23 @@ impl Sandbox {
             Profile::Hook(_) => (false, false),
             _ => (policy.network, policy.unix_sockets),
         };
+        use rustix::process::Resource;
         let l = &policy.limits;
         let mut rlimits = vec![
-            (libc::RLIMIT_NOFILE, l.max_open_files),
-            (libc::RLIMIT_FSIZE, l.max_file_size_bytes),
-            (libc::RLIMIT_CPU, l.cpu_seconds),
-            (libc::RLIMIT_AS, l.memory_bytes),
-            (libc::RLIMIT_CORE, 0),
+            (Resource::Nofile, l.max_open_files),
+            (Resource::Fsize, l.max_file_size_bytes),
+            (Resource::Cpu, l.cpu_seconds),
+            (Resource::As, l.memory_bytes),
+            (Resource::Core, 0),
         ];
         if policy.namespaces == Namespaces::UserPid {
-            rlimits.push((libc::RLIMIT_NPROC, l.max_processes));
+            rlimits.push((Resource::Nproc, l.max_processes));
         }
         let plan = ChildPlan {
             namespaces: policy.namespaces,
             private_net: policy.private_net && !network,
             maps: child::IdMaps::current(),
-            rlimits: rlimits
-                .into_iter()
-                .map(|(r, v)| (r as libc::__rlimit_resource_t, v as libc::rlim_t))
-                .collect(),
+            rlimits,
             ruleset,
             seccomp: if policy.seccomp {
                 syscalls::programs(network, unix)
