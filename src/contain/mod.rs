@@ -1,17 +1,19 @@
 //! Containment: every process the runtime starts for a capsule runs inside a sandbox.
 //!
 //! Shell tools, native tool artifacts (declared or pulled), plan shell steps and policy hooks
-//! all start through [`Sandbox::command`]. The sandbox is applied in the child between fork and
-//! exec ([`child`]): its own user and PID namespaces (so its whole process tree dies with it),
-//! rlimits from `capabilities.resources`, `no_new_privs`, a Landlock ruleset ([`fs`]) and a
-//! seccomp deny list ([`syscalls`]); the environment is rebuilt from a baseline with every
-//! credential stripped ([`env`]).
+//! all start through [`Sandbox::command`], and [`spawn`] starts them with one `clone` into their
+//! own user and PID namespaces (so the whole process tree dies with the command). Before exec
+//! the child applies ([`child`]) rlimits from `capabilities.resources`, `no_new_privs`, a
+//! Landlock ruleset ([`fs`]) and a seccomp deny list ([`syscalls`]); the environment is rebuilt
+//! from a baseline with every credential stripped ([`env`]). [`decide`] turns a manifest and
+//! the host ([`host`]) into the session's [`Policy`] at launch.
 //!
 //! Levels follow upstream: the operator declares a floor (`capabilities.containment`,
 //! `mur run --containment`, the higher wins, a child never below its parent); the host decides
 //! what is enforced, always the most it can ([`host`]); the session reports what it achieved.
 //! `scoped` is Landlock (files, TCP) + seccomp; `sealed` adds signal scoping, namespaces that
-//! bound the process tree, and no network namespace at all when no network is granted. A
+//! bound the process tree, and a network namespace of its own (no network at all) when no
+//! network is granted. A
 //! declared floor the host cannot give is refused at launch (E-CAP-003); `workdir_exec: true`
 //! caps what is achieved at `advisory`, since a capsule that may run what it writes has given
 //! up the claim `scoped` makes. See docs/containment.md.

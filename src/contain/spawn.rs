@@ -127,7 +127,6 @@ struct Ctx<'a> {
     stderr: RawFd,
     errors: RawFd,
     plan: Option<&'a ChildPlan>,
-    own_group: bool,
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -199,7 +198,6 @@ fn spawn(cmd: &Command) -> io::Result<Child> {
         stderr: err_w.as_raw_fd(),
         errors: errors_w.as_raw_fd(),
         plan,
-        own_group: true,
     };
     // Without a PID namespace of its own, the process group is what bounds the tree.
     let group = plan.is_none_or(|p| p.namespaces == Namespaces::None);
@@ -268,7 +266,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 fail(errno());
             }
         }
-        if ctx.own_group && libc::setpgid(0, 0) != 0 {
+        // Its own process group: what bounds the tree where there is no PID namespace.
+        if libc::setpgid(0, 0) != 0 {
             fail(errno());
         }
         if libc::chdir(ctx.cwd.as_ptr()) != 0 {
