@@ -252,11 +252,20 @@ impl ModelDriver for ScriptDriver {
             }
         }
         if let Some(expect) = &turn.expect {
-            if !last.contains(expect.as_str()) {
+            // Anything the model was given since its previous turn: tool results, and outcomes
+            // of sub-capsules the runtime injected after them (which may arrive in any order).
+            let since: Vec<String> = request
+                .messages
+                .iter()
+                .rev()
+                .take_while(|m| !matches!(m, Message::Assistant { .. }))
+                .map(message_text)
+                .collect();
+            if !since.iter().any(|m| m.contains(expect.as_str())) {
                 return Err(InferError::new(
                     InferErrorKind::Driver,
                     format!(
-                        "the model script {} expected turn {} to follow a message containing {:?}, but the last message was: {}",
+                        "the model script {} expected turn {} to follow a message containing {:?}, but none since its previous turn did; the last message was: {}",
                         self.path.display(),
                         index + 1,
                         expect,
@@ -379,6 +388,44 @@ mod tests {
             .unwrap();
         assert_eq!(second.stop_reason, StopReason::EndTurn);
         assert_eq!(second.content, vec![ContentBlock::text("saw R for T")]);
+    }
+
+    #[tokio::test]
+    async fn expect_sees_every_message_since_the_previous_turn_in_any_order() {
+        let d = ScriptDriver::from_str(
+            "turns:\n  - say: go\n  - expect: '\"status\":\"started\"'\n    say: ok\n",
+            Path::new("s.yaml"),
+        )
+        .unwrap();
+        // An outcome the runtime injected after the tool result: the result is still seen.
+        let messages = vec![
+            Message::user_text("T"),
+            Message::Assistant { content: vec![] },
+            Message::Tool {
+                tool_call_id: "call_0_0".into(),
+                is_error: false,
+                content: vec![ContentBlock::text(r#"{"status":"started"}"#)],
+            },
+            Message::user_text("[delegate-task] delegation dlg_1 ended ok"),
+        ];
+        let reply = d.infer(&request(messages), &NoRetrySink).await.unwrap();
+        assert_eq!(reply.content, vec![ContentBlock::text("ok")]);
+        // What came before the previous turn does not count.
+        let stale = vec![
+            Message::Tool {
+                tool_call_id: "call_0_0".into(),
+                is_error: false,
+                content: vec![ContentBlock::text(r#"{"status":"started"}"#)],
+            },
+            Message::Assistant { content: vec![] },
+            Message::user_text("something else"),
+        ];
+        let e = d.infer(&request(stale), &NoRetrySink).await.unwrap_err();
+        assert!(
+            e.message.contains("none since its previous turn did"),
+            "{}",
+            e.message
+        );
     }
 
     #[tokio::test]
