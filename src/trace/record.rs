@@ -38,8 +38,8 @@ pub struct Summary {
     pub max_turns: Option<i64>,
     /// Tool names offered to the model at start.
     pub tools_declared: Vec<String>,
-    /// `containment_declared` → `containment_achieved`, when the trace records them.
-    pub containment: Option<(String, String)>,
+    /// `containment_declared` and `containment_achieved`, when the trace records them.
+    pub containment: Option<Containment>,
     /// Parent session of a delegated child.
     pub spawned_by: Option<String>,
     /// Delegation that started this session, for a child.
@@ -120,6 +120,15 @@ impl Summary {
         .map(|(k, v)| (k.to_string(), v))
         .collect()
     }
+}
+
+/// How a session's commands were contained, from its `session_start`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Containment {
+    /// The floor asked for.
+    pub declared: String,
+    /// What the commands ran under.
+    pub achieved: String,
 }
 
 /// Turn, token and call totals.

@@ -99,8 +99,8 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
     if !s.tools_declared.is_empty() {
         let _ = writeln!(w, "tools:      {}", s.tools_declared.join(", "));
     }
-    if let Some((declared, achieved)) = &s.containment {
-        let _ = writeln!(w, "containment: {declared} → {achieved}");
+    if let Some(c) = &s.containment {
+        let _ = writeln!(w, "containment: {} → {}", c.declared, c.achieved);
     }
     if !s.ended {
         let _ = writeln!(

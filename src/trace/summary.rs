@@ -273,7 +273,10 @@ impl Builder {
         s.model = ev.model;
         s.max_turns = ev.max_turns;
         s.tools_declared = ev.tools_declared.unwrap_or_default();
-        s.containment = ev.containment_declared.zip(ev.containment_achieved);
+        s.containment = ev
+            .containment_declared
+            .zip(ev.containment_achieved)
+            .map(|(declared, achieved)| crate::trace::record::Containment { declared, achieved });
         s.spawned_by = ev.spawned_by;
         s.delegation_id = ev.delegation_id;
     }
