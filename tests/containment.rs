@@ -232,6 +232,17 @@ fn a_scope_narrows_what_commands_may_write() {
     let o = outputs(&records);
     assert!(o[1].contains("Permission denied"), "{}", o[1]);
     assert!(o[2].contains("read me"), "{}", o[2]);
+
+    // A scope that does not exist yet is made for the commands, inside the work folder.
+    let p = Project::new();
+    capsule(
+        &p,
+        &format!("{SHELL}  filesystem:\n    scope: out/deeper\n"),
+        &[("bash", "echo b > out/deeper/b.txt && cat out/deeper/b.txt")],
+    );
+    let o = outputs(&run_ok(&p, &["run", "--task", "write"]));
+    assert_eq!(stdout_of(&o[0]).trim(), "b", "{}", o[0]);
+    assert!(p.work_folders()[0].join("out/deeper/b.txt").is_file());
 }
 
 #[test]

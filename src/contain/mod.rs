@@ -305,8 +305,24 @@ impl Sandbox {
     }
 
     /// The writable scope, only while it is a real folder inside the work folder: a command
-    /// could have replaced it with a link pointing anywhere before a later ruleset is built.
+    /// could have replaced it with a link pointing anywhere before a later ruleset is built. A
+    /// scope that does not exist yet is made, one real folder at a time (never through a link).
     fn writable(&self, policy: &Policy) -> Vec<PathBuf> {
+        if let Ok(rel) = policy.writable.strip_prefix(&self.work) {
+            let mut at = self.work.clone();
+            for part in rel.components() {
+                at.push(part);
+                match at.symlink_metadata() {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) => return Vec::new(),
+                    Err(_) => {
+                        if std::fs::create_dir(&at).is_err() {
+                            return Vec::new();
+                        }
+                    }
+                }
+            }
+        }
         let inside = |p: &Path| {
             let is_link = p
                 .symlink_metadata()
