@@ -455,3 +455,41 @@ fn colour_on_a_terminal_and_never_with_no_color() {
     assert!(plain.contains("status:     ok"));
     assert!(!plain.contains('\x1b'));
 }
+
+#[test]
+fn a_trace_that_points_at_itself_is_read_once_and_shown_as_a_loop() {
+    // A crafted trace: every delegation says its child's records are the trace's own folder.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("crafted");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sid = "ses_0193000000007000800000000000aaaa";
+    let mut lines = vec![
+        serde_json::json!({"event_type": "session_start", "event_id": "evt_1", "parent_id": null, "session_id": sid, "timestamp": 1, "capsule_name": "loop", "capsule_version": "1"}),
+    ];
+    for i in 0..20 {
+        lines.push(serde_json::json!({"event_type": "delegation_start", "event_id": format!("evt_s{i}"), "parent_id": "evt_1", "session_id": sid, "timestamp": 2, "delegation_id": format!("dlg_{i}"), "capsule": "loop", "version": "1", "child_session_id": sid, "child_records_dir": "."}));
+        lines.push(serde_json::json!({"event_type": "delegation", "event_id": format!("evt_e{i}"), "parent_id": "evt_1", "session_id": sid, "timestamp": 3, "delegation_id": format!("dlg_{i}"), "capsule": "loop", "version": "1", "outcome": "ok"}));
+    }
+    lines.push(serde_json::json!({"event_type": "session_end", "event_id": "evt_9", "parent_id": "evt_1", "session_id": sid, "timestamp": 4, "exit_status": "ok"}));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, text).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["trace", "show", trace.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read each file once: this ends at once (it used to run for 20^16 reads).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("mur trace show still reading a self-referencing trace after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("loop: ").count(), 20, "{stdout}");
+}

@@ -4,6 +4,10 @@
 //! from the parent's `delegation_start` by `child_records_dir`. The tree reads each child's
 //! trace (counters only) to show its capsule, status, duration and tokens, recursively. A child
 //! whose trace is missing or unreadable does not fail the parent's view: its node says so.
+//!
+//! A trace is hostile input: its `child_records_dir` may point anywhere, back at itself or at
+//! an ancestor. The walk reads each file once (by canonical path), reads at most
+//! [`MAX_TRACES`] files in all, and shows a loop or the bound as the node's note.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +18,35 @@ use super::summary::{self, Delegation, Detail, Summary};
 
 /// How many levels of delegation the tree follows.
 pub const MAX_DEPTH: usize = 16;
+
+/// How many child traces one tree reads at most.
+pub const MAX_TRACES: usize = 10_000;
+
+/// What the walk has read so far.
+struct Walk {
+    seen: std::collections::HashSet<PathBuf>,
+    read: usize,
+}
+
+impl Walk {
+    /// Mark `path` read; the note to show instead when it was read before or the bound is hit.
+    fn visit(&mut self, path: &Path) -> Result<(), String> {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if !self.seen.insert(real) {
+            return Err(format!(
+                "loop: {} is a trace this tree already shows; not read again",
+                path.display()
+            ));
+        }
+        if self.read >= MAX_TRACES {
+            return Err(format!(
+                "not read: the tree already read {MAX_TRACES} child traces"
+            ));
+        }
+        self.read += 1;
+        Ok(())
+    }
+}
 
 /// One delegation and, when its trace could be read, the child session it started.
 #[derive(Debug, Serialize)]
@@ -70,19 +103,25 @@ impl Node {
 
 /// Build the delegation tree below `summary`, reading child traces.
 pub fn build(summary: &Summary) -> Vec<Node> {
-    build_at(summary, 0)
+    let mut walk = Walk {
+        seen: Default::default(),
+        read: 0,
+    };
+    // The root itself counts as read: a child pointing back at it is a loop.
+    let _ = walk.visit(&summary.path);
+    build_at(summary, 0, &mut walk)
 }
 
-fn build_at(summary: &Summary, depth: usize) -> Vec<Node> {
+fn build_at(summary: &Summary, depth: usize, walk: &mut Walk) -> Vec<Node> {
     let dir = summary.path.parent().unwrap_or(Path::new("."));
     summary
         .delegations
         .iter()
-        .map(|d| node(d, dir, depth))
+        .map(|d| node(d, dir, depth, walk))
         .collect()
 }
 
-fn node(d: &Delegation, parent_dir: &Path, depth: usize) -> Node {
+fn node(d: &Delegation, parent_dir: &Path, depth: usize, walk: &mut Walk) -> Node {
     let mut n = Node {
         delegation: d.clone(),
         child: None,
@@ -96,10 +135,14 @@ fn node(d: &Delegation, parent_dir: &Path, depth: usize) -> Node {
         n.problem = Some(format!("child trace missing: {}", path.display()));
         return n;
     }
+    if let Err(note) = walk.visit(&path) {
+        n.problem = Some(note);
+        return n;
+    }
     match summary::load(&path, Detail::Totals) {
         Ok(s) => {
             if depth + 1 < MAX_DEPTH {
-                n.children = build_at(&s, depth + 1);
+                n.children = build_at(&s, depth + 1, walk);
             }
             n.child = Some(Child {
                 trace: path,
