@@ -493,3 +493,46 @@ fn a_trace_that_points_at_itself_is_read_once_and_shown_as_a_loop() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.matches("loop: ").count(), 20, "{stdout}");
 }
+
+#[test]
+fn absurd_token_counts_add_up_saturating_with_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sid = "ses_0193000000007000800000000000bbbb";
+    let mut lines = vec![
+        serde_json::json!({"event_type": "session_start", "event_id": "evt_1", "parent_id": null, "session_id": sid, "timestamp": 1, "capsule_name": "big", "capsule_version": "1"}),
+    ];
+    for i in 0..3 {
+        // No provider sends these: near u64::MAX, three of them overflow a plain sum.
+        lines.push(serde_json::json!({"event_type": "inference", "event_id": format!("evt_i{i}"), "parent_id": "evt_1", "session_id": sid, "timestamp": 2, "turn": i, "input_tokens": 18446744073709551000u64, "output_tokens": 9223372036854775000u64, "decision": "end_turn"}));
+    }
+    // No session_end: the totals are counted from the lines, from timestamps far apart.
+    lines.push(serde_json::json!({"event_type": "tool_call", "event_id": "evt_t", "parent_id": "evt_1", "session_id": sid, "timestamp": i64::MAX, "turn": 0, "tool_name": "bash", "duration_ms": u64::MAX, "status": "ok"}));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, text).unwrap();
+    let path = trace.to_str().unwrap();
+    for view in ["show", "steps", "report"] {
+        let out = mur(tmp.path(), &["trace", view, path]);
+        assert_eq!(out.code, 0, "{view}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{view}: {}", out.stderr);
+    }
+    let show = mur(tmp.path(), &["trace", "show", path]);
+    assert!(
+        show.stdout.contains("note:       token counts above 10^12"),
+        "{}",
+        show.stdout
+    );
+    let report = mur(tmp.path(), &["trace", "report", path]);
+    assert!(
+        report
+            .stdout
+            .contains("input:      18,446,744,073,709,551,615\n"),
+        "{}",
+        report.stdout
+    );
+    assert!(report
+        .stdout
+        .contains("note:       token counts above 10^12"));
+}

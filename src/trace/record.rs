@@ -96,6 +96,9 @@ pub struct Summary {
     pub peer: BTreeMap<String, u64>,
     /// True when a torn last line was skipped.
     pub torn_last_line: bool,
+    /// True when a token count no provider reports (over [`ABSURD_TOKENS`]) was read: totals
+    /// are then added up saturating, and the views say so.
+    pub absurd_tokens: bool,
     /// Every tool-call latency (ms), for percentiles; kept at [`Detail::Totals`] only.
     #[serde(skip)]
     pub latencies: Vec<u32>,
@@ -121,6 +124,13 @@ impl Summary {
         .collect()
     }
 }
+
+/// A token count of one call above this is no provider's: a crafted or corrupt trace.
+pub const ABSURD_TOKENS: u64 = 1_000_000_000_000;
+
+/// The note the views print for a trace with [`Summary::absurd_tokens`].
+pub const ABSURD_TOKENS_NOTE: &str =
+    "token counts above 10^12 (no provider reports such numbers) were read; totals are capped, not exact";
 
 /// How a session's commands were contained, from its `session_start`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

@@ -36,18 +36,18 @@ impl<'a> Report<'a> {
         let mut tools: BTreeMap<String, NameStats> = BTreeMap::new();
         let mut latencies = Vec::new();
         for s in sessions.iter_mut() {
-            totals.turns += s.totals.turns;
-            totals.input_tokens += s.totals.input_tokens;
-            totals.output_tokens += s.totals.output_tokens;
-            totals.tool_calls += s.totals.tool_calls;
-            totals.shell_calls += s.totals.shell_calls;
+            totals.turns = totals.turns.saturating_add(s.totals.turns);
+            totals.input_tokens = totals.input_tokens.saturating_add(s.totals.input_tokens);
+            totals.output_tokens = totals.output_tokens.saturating_add(s.totals.output_tokens);
+            totals.tool_calls = totals.tool_calls.saturating_add(s.totals.tool_calls);
+            totals.shell_calls = totals.shell_calls.saturating_add(s.totals.shell_calls);
             for (name, n) in &s.tools {
                 let t = tools.entry(name.clone()).or_default();
-                t.calls += n.calls;
-                t.errors += n.errors;
-                t.total_ms += n.total_ms;
+                t.calls = t.calls.saturating_add(n.calls);
+                t.errors = t.errors.saturating_add(n.errors);
+                t.total_ms = t.total_ms.saturating_add(n.total_ms);
                 t.max_ms = t.max_ms.max(n.max_ms);
-                t.output_bytes += n.output_bytes;
+                t.output_bytes = t.output_bytes.saturating_add(n.output_bytes);
             }
             latencies.append(&mut s.latencies);
         }
@@ -114,8 +114,15 @@ impl<'a> Report<'a> {
         let _ = writeln!(
             o,
             "total:      {}",
-            thousands(t.input_tokens + t.output_tokens)
+            thousands(t.input_tokens.saturating_add(t.output_tokens))
         );
+        if self.sessions.iter().any(|s| s.absurd_tokens) {
+            let _ = writeln!(
+                o,
+                "note:       {}",
+                crate::trace::record::ABSURD_TOKENS_NOTE
+            );
+        }
         let _ = writeln!(o, "turns:      {}", thousands(t.turns));
         if t.turns > 0 {
             let _ = writeln!(
@@ -168,7 +175,7 @@ impl<'a> Report<'a> {
         let _ = writeln!(o, "\n{}", st.heading("Latency"));
         let durations: Vec<u64> = self.sessions.iter().filter_map(|s| s.duration_ms).collect();
         if !durations.is_empty() {
-            let sum: u64 = durations.iter().sum();
+            let sum = durations.iter().fold(0u64, |a, &d| a.saturating_add(d));
             let _ = writeln!(
                 o,
                 "session:    avg {}  min {}  max {}",
@@ -196,7 +203,10 @@ impl<'a> Report<'a> {
         }
         let shell_count: u64 = self.sessions.iter().map(|s| s.shell.count).sum();
         if shell_count > 0 {
-            let shell_ms: u64 = self.sessions.iter().map(|s| s.shell.total_ms).sum();
+            let shell_ms = self
+                .sessions
+                .iter()
+                .fold(0u64, |a, s| a.saturating_add(s.shell.total_ms));
             let failed: u64 = self.sessions.iter().map(|s| s.shell.failed).sum();
             let _ = writeln!(
                 o,
@@ -214,7 +224,7 @@ impl<'a> Report<'a> {
                 .iter()
                 .flat_map(|s| &s.retries)
                 .filter_map(|r| r.delay_ms)
-                .sum();
+                .fold(0i64, |a, d| a.saturating_add(d));
             let _ = writeln!(
                 o,
                 "retries:    {retries}  (waited {})",
@@ -289,8 +299,8 @@ fn sum_tree(nodes: &[Node], input: &mut u64, output: &mut u64) {
         // A child's totals already include its own children's usage (SPEC §6: usage rolls
         // up); only descend when the child's trace could not be read.
         if let Some((i, o)) = n.tokens() {
-            *input += i;
-            *output += o;
+            *input = input.saturating_add(i);
+            *output = output.saturating_add(o);
         } else {
             sum_tree(&n.children, input, output);
         }

@@ -94,7 +94,7 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
         "tokens:     {} in / {} out  ({} total)",
         thousands(t.input_tokens),
         thousands(t.output_tokens),
-        thousands(t.input_tokens + t.output_tokens)
+        thousands(t.input_tokens.saturating_add(t.output_tokens))
     );
     if !s.tools_declared.is_empty() {
         let _ = writeln!(w, "tools:      {}", s.tools_declared.join(", "));
@@ -106,6 +106,13 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
         let _ = writeln!(
             w,
             "totals:     counted from the lines (the trace has no session_end)"
+        );
+    }
+    if s.absurd_tokens {
+        let _ = writeln!(
+            w,
+            "note:       {}",
+            crate::trace::record::ABSURD_TOKENS_NOTE
         );
     }
     if s.torn_last_line {

@@ -289,8 +289,14 @@ impl Builder {
         }
         let input = ev.input_tokens.map(|x| x.max(0) as u64);
         let output = ev.output_tokens.map(|x| x.max(0) as u64);
-        s.counted.input_tokens += input.unwrap_or(0);
-        s.counted.output_tokens += output.unwrap_or(0);
+        if input
+            .max(output)
+            .is_some_and(|n| n > crate::trace::record::ABSURD_TOKENS)
+        {
+            s.absurd_tokens = true;
+        }
+        s.counted.input_tokens = s.counted.input_tokens.saturating_add(input.unwrap_or(0));
+        s.counted.output_tokens = s.counted.output_tokens.saturating_add(output.unwrap_or(0));
         let decision = ev.decision.unwrap_or_else(|| "?".into());
         if decision == "error" {
             s.failed_inferences += 1;
@@ -325,7 +331,7 @@ impl Builder {
         } else {
             s.tool_calls.error += 1;
         }
-        s.tool_calls.total_ms += ms.unwrap_or(0);
+        s.tool_calls.total_ms = s.tool_calls.total_ms.saturating_add(ms.unwrap_or(0));
         s.tool_calls.max_ms = s.tool_calls.max_ms.max(ms.unwrap_or(0));
         let out_bytes = ev.output_bytes.map(|b| b.max(0) as u64);
         if let Some(stats) = s.tools.get_mut(&tool) {
@@ -370,7 +376,7 @@ impl Builder {
         let s = &mut self.summary;
         s.counted.shell_calls += 1;
         s.shell.count += 1;
-        s.shell.total_ms += Event::n(ev.duration_ms);
+        s.shell.total_ms = s.shell.total_ms.saturating_add(Event::n(ev.duration_ms));
         let code = ev.exit_code.unwrap_or(-1);
         if code != 0 {
             s.shell.failed += 1;
@@ -465,12 +471,14 @@ impl Builder {
                 s.totals = s.counted;
                 for d in &s.delegations {
                     if let Some(u) = d.usage {
-                        s.totals.input_tokens += u.input_tokens;
-                        s.totals.output_tokens += u.output_tokens;
+                        s.totals.input_tokens =
+                            s.totals.input_tokens.saturating_add(u.input_tokens);
+                        s.totals.output_tokens =
+                            s.totals.output_tokens.saturating_add(u.output_tokens);
                     }
                 }
                 if let (Some(a), Some(b)) = (s.first_timestamp, s.last_timestamp) {
-                    s.duration_ms = Some((b - a).max(0) as u64);
+                    s.duration_ms = Some(b.saturating_sub(a).max(0) as u64);
                 }
             }
         }
@@ -483,9 +491,9 @@ fn add_call(stats: &mut NameStats, ok: bool, ms: Option<u64>, out_bytes: Option<
     if !ok {
         stats.errors += 1;
     }
-    stats.total_ms += ms.unwrap_or(0);
+    stats.total_ms = stats.total_ms.saturating_add(ms.unwrap_or(0));
     stats.max_ms = stats.max_ms.max(ms.unwrap_or(0));
-    stats.output_bytes += out_bytes.unwrap_or(0);
+    stats.output_bytes = stats.output_bytes.saturating_add(out_bytes.unwrap_or(0));
 }
 
 fn plan_for(plans: &mut Vec<Plan>, id: Option<String>) -> &mut Plan {
