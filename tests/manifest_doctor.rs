@@ -151,3 +151,27 @@ fn bad_input_never_panics() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn deep_nesting_is_refused_at_once_with_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40,000 levels (80 KB): the parser alone used to spend seconds on it.
+    let n = 40_000;
+    std::fs::write(
+        dir.path().join("murmur.yaml"),
+        format!("{OK}config: {}{}\n", "[".repeat(n), "]".repeat(n)),
+    )
+    .unwrap();
+    let out = doctor(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with(
+            "error[E-MAN-002]: murmur.yaml: YAML syntax error at line 6, column 109: collections nested deeper than 100 levels"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    // The bound's own sentence: the text was refused before the parser saw it (the parser's
+    // refusal, after quadratic work, says "recursion limit exceeded").
+    assert!(!text(&out.stderr).contains("recursion limit"));
+}

@@ -157,6 +157,11 @@ impl SourcesConfig {
     pub fn parse(text: &str, label: &str) -> Result<SourcesConfig, Diagnostic> {
         let fail = |why: String| Diagnostic::error("E-CFG-003", format!("{label}: {why}"));
         let mut cfg = Self::default();
+        if let Some((line, col, why)) = crate::manifest::depth::too_deep(text) {
+            return Err(fail(format!(
+                "YAML syntax error at line {line}, column {col}: {why}"
+            )));
+        }
         let value: Value =
             serde_norway::from_str(text).map_err(|e| fail(format!("YAML syntax error: {e}")))?;
         let Some(registry) = value.get("registry").filter(|v| !v.is_null()) else {

@@ -234,6 +234,11 @@ impl Lock {
 
     /// Parses lock text. The error is the reason, without the file name.
     pub fn parse(text: &str) -> Result<Lock, String> {
+        if let Some((line, col, why)) = crate::manifest::depth::too_deep(text) {
+            return Err(format!(
+                "YAML parse error at line {line}, column {col}: {why}"
+            ));
+        }
         let value: Value =
             serde_norway::from_str(text).map_err(|e| format!("YAML parse error: {e}"))?;
         let Value::Mapping(map) = &value else {
@@ -519,6 +524,21 @@ fn write_lock_atomic(path: &Path, lock: &Lock) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_nested_too_deep_is_refused_before_it_is_parsed() {
+        let n = 50_000;
+        let text = format!(
+            "lock_version: 3\nartifacts: {}{}\n",
+            "[".repeat(n),
+            "]".repeat(n)
+        );
+        let e = Lock::parse(&text).unwrap_err();
+        assert!(
+            e.starts_with("YAML parse error at line 2, column 112: collections nested deeper than"),
+            "{e}"
+        );
+    }
 
     fn entry(name: &str, origin: Origin) -> LockEntry {
         LockEntry {

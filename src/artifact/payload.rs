@@ -256,6 +256,11 @@ pub fn unpack_with_limits(bytes: &[u8], label: &str, limits: ZipLimits) -> Resul
 
 /// Parses a packed manifest: an artifact manifest when it has `runtime:`, else a capsule's.
 pub fn parse_packed_manifest(text: &str, label: &str) -> Result<PackedManifest, String> {
+    if let Some((line, col, why)) = crate::manifest::depth::too_deep(text) {
+        return Err(format!(
+            "{label}: YAML syntax error at line {line}, column {col}: {why}"
+        ));
+    }
     let value: serde_norway::Value =
         serde_norway::from_str(text).map_err(|e| format!("{label}: YAML syntax error: {e}"))?;
     let has_runtime = value.get("runtime").is_some();

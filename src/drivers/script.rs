@@ -107,6 +107,12 @@ impl ScriptDriver {
 
     /// Parse a script given as text; `path` is only used in messages.
     pub fn from_str(text: &str, path: &Path) -> Result<Self, String> {
+        if let Some((line, col, why)) = crate::manifest::depth::too_deep(text) {
+            return Err(format!(
+                "{} is not a valid model script: line {line}, column {col}: {why}",
+                path.display()
+            ));
+        }
         let script: Script = serde_norway::from_str(text)
             .map_err(|e| format!("{} is not a valid model script: {e}", path.display()))?;
         if script.turns.is_empty() {

@@ -233,6 +233,13 @@ pub fn parse_artifact_manifest(
     label: &str,
 ) -> Result<(ArtifactManifest, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut ctx = Ctx::new(label);
+    if let Some((line, col, why)) = super::depth::too_deep(text) {
+        ctx.error(
+            "E-MAN-002",
+            format!("YAML syntax error at line {line}, column {col}: {why}"),
+        );
+        return Err(ctx.errors);
+    }
     let value: Value = match serde_norway::from_str(text) {
         Ok(v) => v,
         Err(e) => {

@@ -10,6 +10,7 @@ pub mod artifact_manifest;
 pub mod artifacts;
 pub mod capabilities;
 mod checks;
+pub mod depth;
 pub mod doctor;
 pub mod env;
 pub mod exports;
