@@ -166,6 +166,29 @@ fn safe_entry_name(name: &str) -> bool {
             .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
+/// How many entries the archive's end-of-central-directory record says it holds (ZIP64 too).
+fn central_directory_entries(bytes: &[u8]) -> Option<u64> {
+    const EOCD: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
+    const EOCD64_LOCATOR: [u8; 4] = [0x50, 0x4b, 0x06, 0x07];
+    // The record is 22 bytes plus a comment of at most 65,535 bytes, at the very end.
+    let from = bytes.len().saturating_sub(22 + 65_535);
+    let at = (from..bytes.len().saturating_sub(21))
+        .rev()
+        .find(|&i| bytes[i..i + 4] == EOCD)?;
+    let count = u16::from_le_bytes([bytes[at + 10], bytes[at + 11]]);
+    if count != u16::MAX {
+        return Some(u64::from(count));
+    }
+    // ZIP64: the locator (20 bytes, just before the record) points at the ZIP64 record.
+    let loc = at.checked_sub(20)?;
+    if bytes[loc..loc + 4] != EOCD64_LOCATOR {
+        return None;
+    }
+    let off = u64::from_le_bytes(bytes[loc + 8..loc + 16].try_into().ok()?) as usize;
+    let rec = bytes.get(off..off + 40)?;
+    Some(u64::from_le_bytes(rec[32..40].try_into().ok()?))
+}
+
 /// Unpacks `bytes` with the default limits; `label` names the file in messages.
 pub fn unpack(bytes: &[u8], label: &str) -> Result<Payload, String> {
     unpack_with_limits(bytes, label, ZipLimits::default())
@@ -181,6 +204,17 @@ pub fn unpack_with_limits(bytes: &[u8], label: &str, limits: ZipLimits) -> Resul
             archive.len(),
             limits.entries
         ));
+    }
+    // The reader keeps one entry per name: an archive whose central directory lists more
+    // holds a name twice, and a reviewer's zip tool may show a file other than the one `mur`
+    // would run.
+    if let Some(listed) = central_directory_entries(bytes) {
+        if listed != archive.len() as u64 {
+            return Err(format!(
+                "{label} lists {listed} entries but only {} distinct names: an entry name appears twice; refused",
+                archive.len()
+            ));
+        }
     }
     let mut files = Vec::new();
     let mut total = 0u64;
@@ -372,6 +406,42 @@ mod tests {
         assert_eq!(
             e,
             "t.mur.zip: a native tool payload needs its program at bin/t"
+        );
+    }
+
+    /// Replace every `from` with `to` (same length) in the archive's bytes: local headers and
+    /// central directory alike.
+    fn rename(mut z: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+        assert_eq!(from.len(), to.len());
+        let mut i = 0;
+        while i + from.len() <= z.len() {
+            if &z[i..i + from.len()] == from {
+                z[i..i + from.len()].copy_from_slice(to);
+            }
+            i += 1;
+        }
+        z
+    }
+
+    #[test]
+    fn an_archive_holding_a_name_twice_is_refused() {
+        let z = zip_entries(vec![
+            ("murmur.yaml".into(), tool_yaml(), false),
+            (
+                "bin/t".into(),
+                b"#!/bin/sh\necho reviewed\n".to_vec(),
+                false,
+            ),
+            ("bin/u".into(), b"#!/bin/sh\necho runs\n".to_vec(), false),
+        ])
+        .unwrap();
+        assert!(unpack(&z, "t.mur.zip").is_ok());
+        assert_eq!(central_directory_entries(&z), Some(3));
+        let twice = rename(z, b"bin/u", b"bin/t");
+        let e = unpack(&twice, "t.mur.zip").unwrap_err();
+        assert_eq!(
+            e,
+            "t.mur.zip lists 3 entries but only 2 distinct names: an entry name appears twice; refused"
         );
     }
 }
