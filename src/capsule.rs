@@ -409,9 +409,13 @@ fn system_prompt(loaded: &LoadedManifest) -> Result<(Option<String>, &'static st
     }
     if let Some(rel) = &inf.system_prompt_file {
         let path: PathBuf = loaded.resolve(rel);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = crate::files::read_text(&path, crate::files::TEXT_CAP).map_err(|e| {
             Diagnostic::error(
-                "E-IO-001",
+                if e.not_found() {
+                    "E-IO-001"
+                } else {
+                    "E-IO-003"
+                },
                 format!(
                     "{}: inference.system_prompt_file names {}, which cannot be read: {e}",
                     loaded.path.display(),

@@ -10,6 +10,7 @@ pub mod contain;
 pub mod diagnostic;
 pub mod door;
 pub mod drivers;
+pub mod files;
 pub mod launch;
 pub mod manifest;
 pub mod peer;

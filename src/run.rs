@@ -61,8 +61,12 @@ impl RunArgs {
 pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diagnostic> {
     let Some(task) = task else {
         let beside = manifest_dir.join("task.md");
-        return match std::fs::read_to_string(&beside) {
+        return match crate::files::read_text(&beside, crate::files::TEXT_CAP) {
             Ok(t) => non_empty(t, &beside.display().to_string()),
+            Err(e) if !e.not_found() => Err(Diagnostic::error(
+                "E-IO-003",
+                format!("cannot read the task file {}: {e}", beside.display()),
+            )),
             Err(_) => Err(
                 Diagnostic::error("E-RUN-002", "no task: nothing to send to the model").with_hint(
                     "pass --task with a file or the task text, or put a task.md beside murmur.yaml",
@@ -72,9 +76,9 @@ pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diag
     };
     let path = Path::new(task);
     if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::files::read_text(path, crate::files::TEXT_CAP).map_err(|e| {
             Diagnostic::error(
-                "E-IO-001",
+                "E-IO-003",
                 format!("cannot read the task file {}: {e}", path.display()),
             )
         })?;

@@ -428,3 +428,34 @@ fn help_is_useful() {
     let out = mur().args(["run", "--no-such-flag"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_named_file_that_is_a_device_is_refused_by_run_and_doctor() {
+    let p = Project::new();
+    p.write(
+        "murmur.yaml",
+        &scripted_manifest("t", "").replace(
+            "  model: scripted\n",
+            "  model: scripted\n  system_prompt_file: /dev/zero\n",
+        ),
+    );
+    p.write("script.yaml", "turns:\n  - say: never\n");
+    // It used to read /dev/zero until memory ran out.
+    let out = p.mur(&["run", "--task", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "inference.system_prompt_file names /dev/zero, which cannot be read: it is not a regular file"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!p.path().join("workdir").exists(), "nothing was written");
+    let doctor = p.mur(&["doctor"]);
+    assert_eq!(doctor.status.code(), Some(1));
+    assert!(
+        stderr(&doctor).contains("inference.system_prompt_file names /dev/zero, which cannot be read: it is not a regular file"),
+        "{}",
+        stderr(&doctor)
+    );
+}

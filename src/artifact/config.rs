@@ -140,9 +140,9 @@ impl SourcesConfig {
     /// E-CFG-003 and name the file.
     pub fn load(home: &Path) -> Result<SourcesConfig, Diagnostic> {
         let path = home.join("config.yaml");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::files::read_text(&path, crate::files::TEXT_CAP) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) if e.not_found() => return Ok(Self::default()),
             Err(e) => {
                 return Err(Diagnostic::error(
                     "E-IO-003",

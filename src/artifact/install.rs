@@ -395,8 +395,8 @@ impl Installer {
 
     /// Installs a `.mur.zip` file as `local/<packed name>`.
     pub fn install_file(&self, path: &Path) -> Result<(), Diagnostic> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
+        let bytes = crate::files::read_capped(path, crate::files::ARCHIVE_CAP).map_err(|e| {
+            let code = if e.not_found() {
                 "E-IO-001"
             } else {
                 "E-IO-003"

@@ -419,9 +419,9 @@ pub fn read_lock(project_dir: &Path) -> Result<Lock, Diagnostic> {
 }
 
 fn read_lock_at(path: &Path) -> Result<Lock, String> {
-    match std::fs::read_to_string(path) {
+    match crate::files::read_text(path, crate::files::TEXT_CAP) {
         Ok(text) => Lock::parse(&text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Lock::default()),
+        Err(e) if e.not_found() => Ok(Lock::default()),
         Err(e) => Err(format!("cannot read it: {e}")),
     }
 }

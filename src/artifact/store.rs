@@ -152,9 +152,9 @@ impl Store {
         for platform in [Some(host.as_str()), None] {
             let stem = file_stem(name.name(), version, platform);
             let zip = dir.join(format!("{stem}.mur.zip"));
-            let bytes = match std::fs::read(&zip) {
+            let bytes = match crate::files::read_capped(&zip, crate::files::ARCHIVE_CAP) {
                 Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if e.not_found() => continue,
                 Err(e) => return Err(format!("cannot read {}: {e}", zip.display())),
             };
             let side = dir.join(format!("{stem}.sha256"));

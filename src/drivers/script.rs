@@ -100,7 +100,7 @@ pub struct ScriptDriver {
 impl ScriptDriver {
     /// Read and parse a script file. Errors name the file and what is wrong with it.
     pub fn from_file(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::files::read_text(path, crate::files::TEXT_CAP)
             .map_err(|e| format!("cannot read the model script {}: {e}", path.display()))?;
         Self::from_str(&text, path)
     }

@@ -31,6 +31,32 @@ pub fn run(path: Option<&Path>) -> i32 {
                 &base.join(".murmur").join("ses_doctor"),
                 None,
             );
+            // The files the manifest names, read as `mur run` reads them.
+            let named = loaded
+                .manifest
+                .inference
+                .as_ref()
+                .and_then(|i| i.system_prompt_file.clone())
+                .map(|rel| ("inference.system_prompt_file", loaded.resolve(&rel)));
+            let decision = named
+                .and_then(|(field, file)| {
+                    crate::files::read_capped(&file, crate::files::TEXT_CAP)
+                        .err()
+                        .map(|e| {
+                            crate::diagnostic::Diagnostic::error(
+                                if e.not_found() {
+                                    "E-IO-001"
+                                } else {
+                                    "E-IO-003"
+                                },
+                                format!(
+                                    "{label}: {field} names {}, which cannot be read: {e}",
+                                    file.display()
+                                ),
+                            )
+                        })
+                })
+                .map_or(decision, Err);
             let decision = match decision {
                 Ok(d) => d,
                 Err(d) => {

@@ -83,11 +83,17 @@ fn resolve(raw: &str, dir: &Path, artifact: Option<&str>) -> Result<String, Diag
 
 /// The value of `name` in the `.env` file at `path`, if the file exists and sets it.
 fn from_dotenv(path: &Path, name: &str) -> Result<Option<String>, Diagnostic> {
-    let iter = match dotenvy::from_path_iter(path) {
-        Ok(iter) => iter,
-        Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(dotenv_error(path, &e)),
+    let bytes = match crate::files::read_capped(path, crate::files::TEXT_CAP) {
+        Ok(b) => b,
+        Err(e) if e.not_found() => return Ok(None),
+        Err(e) => {
+            return Err(Diagnostic::error(
+                "E-IO-003",
+                format!("{} cannot be read: {e}", path.display()),
+            ))
+        }
     };
+    let iter = dotenvy::from_read_iter(std::io::Cursor::new(bytes));
     let mut found = None;
     for item in iter {
         let (key, value) = item.map_err(|e| dotenv_error(path, &e))?;

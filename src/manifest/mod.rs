@@ -86,7 +86,18 @@ pub fn load(path: &Path) -> Result<LoadedManifest, Vec<Diagnostic>> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| MANIFEST_FILE.to_string());
-    let bytes = std::fs::read(path).map_err(|e| vec![read_error(path, &label, &e)])?;
+    let bytes = crate::files::read_capped(path, crate::files::TEXT_CAP).map_err(|e| match e {
+        crate::files::ReadError::Io(e) => vec![read_error(path, &label, &e)],
+        other if path.is_dir() => vec![read_error(
+            path,
+            &label,
+            &std::io::Error::other(other.to_string()),
+        )],
+        other => vec![Diagnostic::error(
+            "E-IO-003",
+            format!("{} cannot be read as a manifest: {other}", path.display()),
+        )],
+    })?;
     let text = String::from_utf8(bytes).map_err(|_| {
         vec![Diagnostic::error(
             "E-IO-003",

@@ -12,7 +12,13 @@ impl ToolExecutor for SkillExecutor {
         let ToolKind::Skill { path } = &request.tool.kind else {
             return Err(format!("tool '{}' is not a skill", request.tool.name));
         };
-        let text = tokio::fs::read(path).await.map_err(|e| {
+        let file = path.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            crate::files::read_capped(&file, crate::files::SKILL_CAP)
+        })
+        .await
+        .map_err(|e| format!("skill '{}' could not be read: {e}", request.tool.name))?;
+        let text = read.map_err(|e| {
             format!(
                 "skill '{}' cannot be read from {}: {e}",
                 request.tool.name,
