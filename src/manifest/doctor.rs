@@ -40,8 +40,11 @@ pub fn run(path: Option<&Path>) -> i32 {
                 .map(|rel| ("inference.system_prompt_file", loaded.resolve(&rel)));
             let decision = named
                 .and_then(|(field, file)| {
+                    // A missing file is `mur run`'s to refuse (upstream's doctor accepts it); one
+                    // that exists but is no regular file, or too large, is reported here.
                     crate::files::read_capped(&file, crate::files::TEXT_CAP)
                         .err()
+                        .filter(|e| !e.not_found())
                         .map(|e| {
                             crate::diagnostic::Diagnostic::error(
                                 if e.not_found() {
