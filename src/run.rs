@@ -57,6 +57,22 @@ impl RunArgs {
     }
 }
 
+/// The longest path Linux accepts.
+pub const PATH_MAX: usize = 4096;
+
+/// What one level of delegation adds to a path: `/children/ses_<32 hex>`.
+pub const CHILD_LEVEL_BYTES: usize = "/children/ses_".len() + 32;
+
+/// Room kept below the deepest records folder for what sessions write there
+/// (`work/tools/<a 100-character name>/murmur.yaml`, logs).
+const LEAF_ROOM: usize = 256;
+
+/// How many levels of delegation fit below `records` before a path passes [`PATH_MAX`].
+pub fn deepest_delegation(records: &Path) -> u32 {
+    let used = records.as_os_str().len() + LEAF_ROOM;
+    (PATH_MAX.saturating_sub(used) / CHILD_LEVEL_BYTES) as u32
+}
+
 /// Read the task: an existing file's contents, else the text itself.
 pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diagnostic> {
     let Some(task) = task else {
@@ -146,6 +162,18 @@ pub async fn run(args: RunArgs) -> i32 {
     };
     let dir = std::path::absolute(&loaded.dir).unwrap_or_else(|_| loaded.dir.clone());
     let mut place = Placement::root(&dir, workdir.as_deref());
+    let deepest = deepest_delegation(&place.paths.records_dir);
+    if args.max_depth > deepest {
+        return fail(&[Diagnostic::error(
+            "E-RUN-060",
+            format!(
+                "--max-depth {} cannot be held here: each level of delegation nests a child's records {CHILD_LEVEL_BYTES} bytes deeper below {}, and paths stop at {PATH_MAX} bytes, so at most {deepest} levels fit",
+                args.max_depth,
+                place.paths.records_dir.display()
+            ),
+        )
+        .with_hint(format!("pass --max-depth {deepest} or less, or run from a shorter folder"))]);
+    }
     place.floor = args
         .containment
         .as_deref()

@@ -225,3 +225,22 @@ fn ctrl_c_ends_the_whole_tree_with_no_process_left_and_every_trace_complete() {
     assert_eq!(ct.last().unwrap()["event_type"], "session_end");
     assert_eq!(ct.last().unwrap()["exit_status"], "canceled");
 }
+
+#[test]
+fn a_max_depth_the_filesystem_cannot_hold_is_refused_naming_the_bound() {
+    let p = Project::example("hello");
+    let out = p.mur(&["run", "--task", "x", "--max-depth", "120"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error[E-RUN-060]: --max-depth 120 cannot be held here: each level of delegation nests a child's records 46 bytes deeper below "),
+        "{err}"
+    );
+    assert!(
+        err.contains("paths stop at 4096 bytes, so at most "),
+        "{err}"
+    );
+    assert!(!p.path().join("workdir").exists(), "nothing was written");
+    // The default depth always fits.
+    assert!(p.mur(&["run", "--task", "x"]).status.success());
+}
