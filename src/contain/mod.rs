@@ -146,6 +146,12 @@ pub enum Profile {
     Hook(PathBuf),
 }
 
+/// How many Landlock ruleset descriptors the process keeps cached, across all sessions.
+pub const CACHED_RULESETS: usize = 256;
+
+/// Ruleset descriptors cached right now.
+static CACHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// A session's sandbox: builds contained commands. One per session, shared by its executors.
 pub struct Sandbox {
     policy: Option<Policy>,
@@ -275,14 +281,22 @@ impl Sandbox {
         Ok((home, tmp))
     }
 
+    /// The profile's ruleset: built once and kept while the process keeps fewer than
+    /// [`CACHED_RULESETS`] of them (each is a descriptor, and thousands of live sessions must
+    /// not cost thousands of descriptors); past that, built per command and closed after it.
     fn ruleset(&self, policy: &Policy, profile: &Profile) -> Result<Arc<OwnedFd>, String> {
+        use std::sync::atomic::Ordering;
         let mut cache = self.rulesets.lock().expect("ruleset cache");
         if let Some(fd) = cache.get(profile) {
             return Ok(fd.clone());
         }
         let rules = self.rules(policy, profile);
         let fd = Arc::new(fs::ruleset(&rules, policy.landlock_abi)?);
-        cache.insert(profile.clone(), fd.clone());
+        if CACHED.fetch_add(1, Ordering::Relaxed) < CACHED_RULESETS {
+            cache.insert(profile.clone(), fd.clone());
+        } else {
+            CACHED.fetch_sub(1, Ordering::Relaxed);
+        }
         Ok(fd)
     }
 
@@ -386,6 +400,8 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
+        let cached = self.rulesets.get_mut().map(|c| c.len()).unwrap_or(0);
+        CACHED.fetch_sub(cached, std::sync::atomic::Ordering::Relaxed);
         if self.policy.is_some() {
             let _ = std::fs::remove_dir_all(&self.scratch);
         }
