@@ -116,7 +116,9 @@ async fn a_parent_gets_every_outcome_ok_crashed_and_terminated_and_continues_onc
       - {tool: delegate-task, input: {capsule: crasher, version: '0.1.0', task: 'crash'}}
       - {tool: delegate-task, input: {capsule: hanger, version: '0.1.0', task: 'hang'}}
       - {tool: delegate-task, input: {capsule: stranger, version: '0.1.0', task: 'x'}}
-  - call: [{tool: bash, input: {command: 'sleep 0.4'}}]
+  # Work until two children have ended (their traces say so), so their outcomes arrive while
+  # this call runs and are injected before the next model call, whatever the machine's load.
+  - call: [{tool: bash, input: {command: 'for i in $(seq 1 3000); do [ \"$(cat children/*/trace.jsonl 2>/dev/null | grep -c session_end)\" -ge 2 ] && break; sleep 0.01; done'}}]
   - expect: 'the answer to what is 6*7? is 42'
     say: waiting for my last sub-capsule
   - expect: 'ended terminated'
@@ -133,7 +135,8 @@ async fn a_parent_gets_every_outcome_ok_crashed_and_terminated_and_continues_onc
         (
             "acme/crasher".to_string(),
             (
-                "turns:\n  - delay_ms: 100\n    panic: boom\n".to_string(),
+                // It crashes on its first model call: well before the 0.7 s deadline.
+                "turns:\n  - panic: boom\n".to_string(),
                 Grants::default(),
             ),
         ),
