@@ -234,12 +234,13 @@ fn http_driver(
     built.map_err(|e| Diagnostic::error("E-MAN-003", format!("{}: {e}", loaded.path.display())))
 }
 
-/// Everything `mur run` (or a delegation) needs to start this capsule.
+/// Everything `mur run` (or a delegation) needs to start this capsule, and the warnings the
+/// launch decided (containment: W-SEC-005, W-SEC-009, W-SEC-011) for the caller to print.
 pub fn session_spec(
     loaded: &LoadedManifest,
     task: String,
     place: Placement,
-) -> Result<SessionSpec, Diagnostic> {
+) -> Result<(SessionSpec, Vec<Diagnostic>), Diagnostic> {
     check_launchable(loaded)?;
     let driver = driver(loaded)?;
     session_spec_with(loaded, driver, task, place)
@@ -261,7 +262,7 @@ pub fn session_spec_with(
     driver: Arc<dyn ModelDriver>,
     task: String,
     place: Placement,
-) -> Result<SessionSpec, Diagnostic> {
+) -> Result<(SessionSpec, Vec<Diagnostic>), Diagnostic> {
     let m = &loaded.manifest;
     let Some(inference) = m.inference.as_ref() else {
         return Err(Diagnostic::error(
@@ -282,12 +283,6 @@ pub fn session_spec_with(
         &place.paths.records_dir,
         place.floor,
     )?;
-    if place.spawned_by.is_none() {
-        for w in &decision.warnings {
-            eprintln!("{w}");
-        }
-        contain::sweep_stale_scratch();
-    }
     let policy = decision.policy;
     grants.containment_floor = Some(policy.declared.as_str().to_string());
     let containment = mur_actors::spec::ContainmentFacts {
@@ -329,7 +324,7 @@ pub fn session_spec_with(
             )
         })?;
     executors.runtime.extend(peer);
-    Ok(SessionSpec {
+    let spec = SessionSpec {
         session_id: place.session_id,
         capsule_name: m.name.clone(),
         capsule_version: m.version.clone(),
@@ -356,7 +351,8 @@ pub fn session_spec_with(
         artifacts,
         containment,
         owns_workdir: place.owns_workdir,
-    })
+    };
+    Ok((spec, decision.warnings))
 }
 
 /// The gate of the capsule's policy hooks (`commit_policy: deny`), if it declares any.

@@ -186,12 +186,15 @@ impl CapsuleResolver for ManifestResolver {
                 .and_then(crate::contain::Level::parse),
             owns_workdir: true,
         };
-        capsule::session_spec_with(loaded, driver, r.task.clone(), place).map_err(|d| {
-            format!(
-                "the sub-capsule '{}@{}' cannot run: {}",
-                r.capsule, r.version, d.message
-            )
-        })
+        // A child's warnings are its parent's to have printed (the same manifest rules).
+        capsule::session_spec_with(loaded, driver, r.task.clone(), place)
+            .map(|(spec, _warnings)| spec)
+            .map_err(|d| {
+                format!(
+                    "the sub-capsule '{}@{}' cannot run: {}",
+                    r.capsule, r.version, d.message
+                )
+            })
     }
 }
 

@@ -28,7 +28,7 @@ pub struct RunArgs {
     pub workdir: Option<PathBuf>,
     /// Raise the containment floor (the higher of this and capabilities.containment holds);
     /// a floor this host cannot give is refused before anything runs.
-    #[arg(long, value_name = "LEVEL", value_parser = ["advisory", "scoped", "sealed"])]
+    #[arg(long, value_name = "LEVEL", value_parser = clap::builder::PossibleValuesParser::new(crate::manifest::Containment::WORDS))]
     pub containment: Option<String>,
     /// Print the workdir, manifest and driver lines (repeat for debug logs).
     #[arg(short, long, action = clap::ArgAction::Count)]
@@ -179,9 +179,15 @@ pub async fn run(args: RunArgs) -> i32 {
         .as_deref()
         .and_then(crate::contain::Level::parse);
     let spec = match capsule::session_spec(&loaded, task, place) {
-        Ok(s) => s,
+        Ok((spec, warnings)) => {
+            for w in &warnings {
+                eprintln!("{w}");
+            }
+            spec
+        }
         Err(d) => return fail(&[d]),
     };
+    crate::contain::sweep_stale_scratch();
     let m = &loaded.manifest;
     let header = Header {
         verbose: args.verbose > 0,

@@ -479,7 +479,7 @@ async fn a_session_registers_its_export_while_it_runs_and_leaves_nothing_when_it
     let loaded = mur::manifest::load(&dir.path().join("murmur.yaml")).unwrap();
     let place = mur::capsule::Placement::root(dir.path(), None);
     let id = place.session_id.clone();
-    let spec = mur::capsule::session_spec(&loaded, "go".into(), place).unwrap();
+    let (spec, _) = mur::capsule::session_spec(&loaded, "go".into(), place).unwrap();
     assert!(
         registry::global().lookup(&id).is_some(),
         "registered when built"

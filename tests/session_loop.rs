@@ -5,6 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
+use common::alive;
 use mur::drivers::script::ScriptDriver;
 use mur_actors::session::{ExitStatus, SessionReport};
 use mur_actors::spec::{Grants, SessionPaths, SessionSpec};
@@ -305,19 +308,6 @@ async fn policy_hooks_deny_calls_before_they_run_and_fail_closed() {
         lines.iter().filter(|l| l["event_type"] == "shell").count(),
         1
     );
-}
-
-/// Whether a process whose command line contains `marker` is alive.
-fn alive(marker: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        std::fs::read(e.path().join("cmdline"))
-            .map(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(marker)
-            })
-            .unwrap_or(false)
-    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,14 +24,17 @@ pub struct IdMaps {
 }
 
 impl IdMaps {
-    /// Maps for the calling process's effective ids.
-    pub fn current() -> IdMaps {
-        // SAFETY: getuid/getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        IdMaps {
-            uid_map: CString::new(format!("{uid} {uid} 1\n")).expect("no NUL"),
-            gid_map: CString::new(format!("{gid} {gid} 1\n")).expect("no NUL"),
-        }
+    /// Maps for this process's effective ids, formatted once.
+    pub fn current() -> &'static IdMaps {
+        static MAPS: std::sync::OnceLock<IdMaps> = std::sync::OnceLock::new();
+        MAPS.get_or_init(|| {
+            // SAFETY: geteuid/getegid cannot fail.
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            IdMaps {
+                uid_map: CString::new(format!("{uid} {uid} 1\n")).expect("no NUL"),
+                gid_map: CString::new(format!("{gid} {gid} 1\n")).expect("no NUL"),
+            }
+        })
     }
 }
 
@@ -42,7 +45,7 @@ pub struct ChildPlan {
     /// A network namespace of its own (no interface but a down loopback).
     pub private_net: bool,
     /// The maps written when a user namespace is entered.
-    pub maps: IdMaps,
+    pub maps: &'static IdMaps,
     /// `(resource, limit)` pairs applied with `setrlimit` (soft and hard).
     pub rlimits: Vec<(rustix::process::Resource, u64)>,
     /// The Landlock ruleset to restrict to, when Landlock is enforced.

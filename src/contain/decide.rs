@@ -324,7 +324,6 @@ mod tests {
             namespaces: ns,
             seccomp: true,
             net_namespace: ns != Namespaces::None,
-            cgroup: None,
         }
     }
 

@@ -38,13 +38,11 @@ pub struct Host {
     /// A command can get its own network namespace (used by `sealed` when no network is
     /// granted).
     pub net_namespace: bool,
-    /// What the host offers of cgroup v2 for this process: its cgroup folder, whether `mur` may
-    /// create cgroups below it, and the controllers it has. `mur` applies no cgroup limit (the
-    /// resources are rlimits); `mur doctor` says what a later version could use.
-    pub cgroup: Option<Cgroup>,
 }
 
-/// This process's cgroup v2, as the host offers it.
+/// This process's cgroup v2, as the host offers it: its folder, whether `mur` may create
+/// cgroups below it, and its controllers. `mur` applies no cgroup limit (the resources are
+/// rlimits); only `mur doctor` reads this, so no run pays for it.
 #[derive(Clone, Debug)]
 pub struct Cgroup {
     /// The cgroup's folder under the cgroup2 mount.
@@ -120,13 +118,12 @@ fn probe() -> Host {
         namespaces,
         seccomp: seccomp_available(),
         net_namespace,
-        cgroup: cgroup(),
     }
 }
 
 /// The cgroup2 folder of this process: the mount point (from `/proc/self/mountinfo`) joined with
 /// the `0::` line of `/proc/self/cgroup`.
-fn cgroup() -> Option<Cgroup> {
+pub fn cgroup() -> Option<Cgroup> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -188,7 +185,7 @@ fn probe_namespaces() -> (Namespaces, bool) {
         (Namespaces::Pid, true),
         (Namespaces::Pid, false),
     ] {
-        if super::spawn::probe(mode, net, &maps) {
+        if super::spawn::probe(mode, net, maps) {
             return (mode, net);
         }
     }

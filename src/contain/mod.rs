@@ -50,27 +50,6 @@ pub mod defaults {
     pub const MEMORY_BYTES: u64 = 2 << 30;
 }
 
-impl Level {
-    /// The level's word in manifests and traces.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Advisory => "advisory",
-            Level::Scoped => "scoped",
-            Level::Sealed => "sealed",
-        }
-    }
-
-    /// Parse `advisory|scoped|sealed`.
-    pub fn parse(word: &str) -> Option<Level> {
-        match word.trim() {
-            "advisory" => Some(Level::Advisory),
-            "scoped" => Some(Level::Scoped),
-            "sealed" => Some(Level::Sealed),
-            _ => None,
-        }
-    }
-}
-
 /// Per-command resource limits (`capabilities.resources`, upstream defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -191,11 +170,6 @@ impl Sandbox {
             work,
             rulesets: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// The policy, when contained.
-    pub fn policy(&self) -> Option<&Policy> {
-        self.policy.as_ref()
     }
 
     /// A command running `program` in `cwd` under this sandbox (stdout and stderr piped, stdin
@@ -565,7 +539,7 @@ pub fn host_report(h: &Host) -> Vec<String> {
     ));
     out.push(format!(
         "resources:  rlimits per command; {}",
-        match &h.cgroup {
+        match &host::cgroup() {
             None => "no cgroup v2 here".to_string(),
             Some(c) => {
                 let limits: Vec<&str> = ["memory", "pids", "cpu", "io"]

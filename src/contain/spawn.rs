@@ -256,7 +256,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         if let Some(plan) = ctx.plan {
             if plan.namespaces == Namespaces::UserPid {
-                if let Err(e) = super::child::write_id_maps(&plan.maps) {
+                if let Err(e) = super::child::write_id_maps(plan.maps) {
                     fail(e.raw_os_error().unwrap_or(libc::EPERM));
                 }
             }
@@ -407,19 +407,6 @@ impl Child {
             }
             self.pidfd = None;
             return Ok((code == libc::CLD_EXITED).then_some(status));
-        }
-    }
-
-    /// Kill it (and its process group) now.
-    pub fn kill(&self) {
-        if let Some(fd) = &self.pidfd {
-            pidfd_kill(fd.get_ref());
-        }
-        if self.group {
-            // SAFETY: a signal only; the group id is ours while the leader is not reaped.
-            unsafe {
-                libc::killpg(self.pid, libc::SIGKILL);
-            }
         }
     }
 }

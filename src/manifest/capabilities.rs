@@ -123,6 +123,26 @@ pub enum Containment {
     Sealed,
 }
 
+impl Containment {
+    /// The level words, lowest first.
+    pub const WORDS: [&'static str; 3] = ["advisory", "scoped", "sealed"];
+
+    /// The level's word in manifests and traces.
+    pub fn as_str(self) -> &'static str {
+        Self::WORDS[self as usize]
+    }
+
+    /// Parse `advisory|scoped|sealed`.
+    pub fn parse(word: &str) -> Option<Containment> {
+        match word.trim() {
+            "advisory" => Some(Containment::Advisory),
+            "scoped" => Some(Containment::Scoped),
+            "sealed" => Some(Containment::Sealed),
+            _ => None,
+        }
+    }
+}
+
 /// Parses the top-level `capabilities:` block.
 pub(crate) fn parse_capabilities(ctx: &mut Ctx, top: &Block<'_>) -> Capabilities {
     let mut caps = Capabilities::default();
@@ -164,12 +184,8 @@ pub(crate) fn parse_capabilities(ctx: &mut Ctx, top: &Block<'_>) -> Capabilities
     });
     caps.install = parse_install(ctx, &b);
     caps.containment = b
-        .word(ctx, "containment", &["advisory", "scoped", "sealed"])
-        .map(|w| match w.as_str() {
-            "advisory" => Containment::Advisory,
-            "scoped" => Containment::Scoped,
-            _ => Containment::Sealed,
-        });
+        .word(ctx, "containment", &Containment::WORDS)
+        .and_then(|w| Containment::parse(&w));
     caps
 }
 

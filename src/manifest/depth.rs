@@ -39,15 +39,7 @@ pub fn too_deep(text: &str) -> Option<(usize, usize, String)> {
             if let Some(open) = block_scalar {
                 if indent > open {
                     // A line of the block scalar's text: skip it.
-                    for n in chars.by_ref() {
-                        if n == '\n' {
-                            line += 1;
-                            col = 0;
-                            at_line_start = true;
-                            indent = 0;
-                            break;
-                        }
-                    }
+                    skip_line(&mut chars);
                     continue;
                 }
                 block_scalar = None;
@@ -56,16 +48,7 @@ pub fn too_deep(text: &str) -> Option<(usize, usize, String)> {
         match c {
             '#' if prev == ' ' || prev == '\t' || col == 1 => {
                 // A comment: to the end of the line.
-                for n in chars.by_ref() {
-                    if n == '\n' {
-                        line += 1;
-                        col = 0;
-                        at_line_start = true;
-                        indent = 0;
-                        break;
-                    }
-                }
-                prev = ' ';
+                skip_line(&mut chars);
                 continue;
             }
             '"' | '\'' if depth > 0 || matches!(prev, ' ' | ':' | '-' | ',' | '[' | '{') => {
@@ -115,6 +98,11 @@ pub fn too_deep(text: &str) -> Option<(usize, usize, String)> {
         prev = c;
     }
     None
+}
+
+/// Skip to the end of the line, leaving its `\n` for the caller's line counting.
+fn skip_line(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while chars.next_if(|c| *c != '\n').is_some() {}
 }
 
 #[cfg(test)]

@@ -72,7 +72,6 @@ impl HookGate {
         .await
         .map_err(|e| match e {
             NoAnswer::Start(e) => format!("cannot start {}: {e}", hook.entrypoint.display()),
-            NoAnswer::Sandbox(e) => e,
             NoAnswer::Deadline => {
                 format!("it did not answer within {} s", HOOK_DEADLINE.as_secs())
             }

@@ -62,7 +62,6 @@ impl ToolExecutor for NativeExecutor {
                 }
                 _ => format!("tool '{name}' cannot start ({}): {e}", entrypoint.display()),
             },
-            NoAnswer::Sandbox(e) => format!("tool '{name}' cannot start: {e}"),
             NoAnswer::Deadline => format!(
                 "tool '{name}' was still running after {} s and was killed (capabilities.limits.deadline_seconds)",
                 deadline.as_secs()

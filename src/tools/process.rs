@@ -18,8 +18,6 @@ pub struct Answered {
 pub enum NoAnswer {
     /// It could not be started.
     Start(std::io::Error),
-    /// Its sandbox could not be built.
-    Sandbox(String),
     /// It was still running at the deadline (its process group was killed).
     Deadline,
 }

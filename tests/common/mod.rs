@@ -109,6 +109,19 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Whether a process whose command line contains `marker` is alive.
+pub fn alive(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+            .unwrap_or(false)
+    })
+}
+
 /// Stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
