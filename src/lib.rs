@@ -11,6 +11,8 @@ pub mod diagnostic;
 pub mod door;
 pub mod drivers;
 pub mod files;
+#[doc(hidden)]
+pub mod hostile;
 pub mod launch;
 pub mod manifest;
 pub mod peer;

@@ -315,3 +315,48 @@ async fn depth_and_live_children_bounds_refuse_with_the_flag_named() {
     // The child at depth 1 could not go to depth 2.
     assert!(report.result.contains("--max-depth"), "{}", report.result);
 }
+
+#[tokio::test]
+async fn a_child_whose_folder_cannot_be_made_ends_in_error_naming_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, paths, records) = root_paths(dir.path());
+    // A file where the children's folders go: no child folder can be made under it.
+    std::fs::create_dir_all(&records).unwrap();
+    std::fs::write(records.join("children"), "in the way").unwrap();
+    let parent = "turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: answerer, version: '0.1.0', task: 'what is 6*7?'}}
+  - say: waiting
+  - expect: 'ended error'
+    say: 'seen: {{last}}'
+";
+    let resolver = Scripts(HashMap::from([(
+        "acme/answerer".to_string(),
+        (
+            "turns:\n  - say: 'the answer is 42'\n".to_string(),
+            Grants::default(),
+        ),
+    )]));
+    let root = spec_for(
+        "parent",
+        parent,
+        spawn_grants(&["answerer"]),
+        id,
+        paths,
+        "fan out".into(),
+    );
+    let report = run_tree(root, resolver, SupervisorArgs::default()).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    assert!(
+        report.result.contains("cannot create") && report.result.contains("children"),
+        "{}",
+        report.result
+    );
+    let t = lines(&records.join("trace.jsonl"));
+    let ends = of_type(&t, "delegation");
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["outcome"], "error");
+    let reason = ends[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("cannot create"), "{reason}");
+    assert!(reason.contains("Not a directory"), "{reason}");
+}

@@ -173,7 +173,7 @@ pub fn redact_handles(value: &Value) -> Value {
 pub fn submit_plan() -> ToolDecl {
     provided(
         "submit-plan",
-        "Run one plan of steps against this session's own tools and return every step's result. The plan is an object with an id and a steps array; each step has an id and exactly one of tool, shell or capsule, with optional input, depends_on, if, on_error (fail, skip, continue) and retries. Independent shell and capsule steps run concurrently, tool steps one at a time. Reference earlier results with $<step id>.output and $<step id>.status. The call returns when every step has finished.".into(),
+        "Run one plan of steps against this session's own tools and return every step's result. The plan is an object with an id and a steps array; each step has an id and exactly one of tool, shell or capsule, with optional input, depends_on, if, on_error (fail, skip, continue) and retries (at most 20). Independent shell and capsule steps run concurrently, tool steps one at a time. Reference earlier results with $<step id>.output and $<step id>.status. The call returns when every step has finished.".into(),
         json!({"type":"object","properties":{"plan":{"type":"object"}},"required":["plan"]}),
         ToolKind::Runtime,
     )

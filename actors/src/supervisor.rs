@@ -16,7 +16,9 @@ use crate::delegation::{
     CapsuleResolver, ChildRequest, DelegationOutcome, OutcomeStatus, StartedChild,
 };
 use crate::registry::{Registry, RegistryMsg};
-use crate::session::{ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals};
+use crate::session::{
+    truncate, ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals,
+};
 use crate::spec::SessionSpec;
 
 /// Default for `mur run --max-depth`: how deep a delegation tree may grow.
@@ -375,8 +377,7 @@ async fn start_child(
             child_session_id: r.session_id.clone(),
             status,
             answer: r.result.clone(),
-            detail: (status != OutcomeStatus::Ok)
-                .then(|| format!("the sub-capsule ended {}", r.exit_status.as_str())),
+            detail: (status != OutcomeStatus::Ok).then(|| failure_detail(&r)),
             duration_ms: r.duration_ms,
             totals: r.totals,
             child_workdir: paths.workdir.clone(),
@@ -430,5 +431,17 @@ fn spawn_error_text(e: &ractor::SpawnErr) -> String {
     match e {
         ractor::SpawnErr::StartupFailed(inner) => inner.to_string(),
         other => other.to_string(),
+    }
+}
+
+/// Why a child did not end `ok`, for its parent: its status, and for a failure the reason it
+/// failed with (a child that could not make its folders has no trace to read it from).
+fn failure_detail(r: &SessionReport) -> String {
+    let status = r.exit_status.as_str();
+    match r.result.strip_prefix("error: ") {
+        Some(reason) if r.exit_status == ExitStatus::Failed => {
+            format!("the sub-capsule ended {status}: {}", truncate(reason, 1000))
+        }
+        _ => format!("the sub-capsule ended {status}"),
     }
 }

@@ -382,8 +382,39 @@ fn parse_entry(item: &Value) -> Result<LockEntry, String> {
     })
 }
 
+/// `s` as a YAML double-quoted scalar that reads back as exactly `s`: every character YAML
+/// does not print as itself (controls, DEL, the C1 range, line and paragraph separators, the
+/// byte-order mark) is escaped. JSON's escaping is not enough: it leaves DEL and C1 raw, which a
+/// YAML reader refuses (found by the lock fuzzer).
 fn quote(s: &str) -> String {
-    serde_json::Value::from(s).to_string()
+    use std::fmt::Write;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            ' '..='~'
+            | '\u{a0}'..='\u{2027}'
+            | '\u{202a}'..='\u{d7ff}'
+            | '\u{e000}'..='\u{fefe}' => out.push(c),
+            '\u{ff00}'..='\u{fffd}' | '\u{10000}'..='\u{10ffff}' => out.push(c),
+            c if (c as u32) <= 0xff => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if (c as u32) <= 0xffff => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn plain_or_quoted(s: &str) -> String {
@@ -548,6 +579,57 @@ mod tests {
             origin,
             session: (origin == Origin::Runtime).then(|| "ses_1".to_string()),
             owner_id: Some(190196424),
+        }
+    }
+
+    #[test]
+    fn values_that_are_not_plain_words_round_trip() {
+        let awkward = [
+            "a: b",
+            "#x",
+            "true",
+            "1.0",
+            "-x",
+            "null",
+            "~",
+            "'q'",
+            "\"dq\"",
+            "back\\slash",
+            "line\nbreak",
+            "tab\there",
+            "nul\u{0}",
+            "del\u{7f}",
+            "c1\u{85}\u{9f}",
+            "bom\u{feff}",
+            "sep\u{2028}\u{2029}",
+            "é ✓ 𝄞",
+            " lead",
+            "trail ",
+            "",
+            "[x]",
+            "{x}",
+            "*a",
+            "&a",
+            "!t",
+        ];
+        for v in awkward {
+            let mut lock = Lock::default();
+            let mut e = entry("murmur/tool-edit", Origin::Runtime);
+            e.resolved_version = v.to_string();
+            e.session = Some(format!("ses {v}"));
+            e.sha256 = PinHash::Platforms(vec![(format!("p{v}"), format!("h{v}"))]);
+            lock.upsert(e);
+            let mut any = entry("ana/tool-git", Origin::Operator);
+            any.sha256 = PinHash::Any(format!("{v}h"));
+            lock.upsert(any);
+            let text = lock.to_yaml();
+            let back = Lock::parse(&text);
+            // An empty version is refused on reading, as it would be when a person wrote it.
+            if v.trim().is_empty() {
+                assert!(back.is_err(), "{text}");
+                continue;
+            }
+            assert_eq!(back.as_ref().ok(), Some(&lock), "{v:?}:\n{text}\n{back:?}");
         }
     }
 

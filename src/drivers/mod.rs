@@ -66,3 +66,70 @@ pub fn http_driver(
         _ => None,
     }
 }
+
+/// The provider surfaces whose replies [`decode_reply`] can read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyApi {
+    /// Anthropic Messages (`/v1/messages`).
+    AnthropicMessages,
+    /// OpenAI Chat Completions (`/chat/completions`).
+    OpenAiChat,
+    /// OpenAI Responses (`/responses`).
+    OpenAiResponses,
+}
+
+/// Decodes a 2xx reply body that arrived in `chunks` with this `content-type`, exactly as the
+/// driver for `api` reads one off the network (JSON or event stream, then the provider's
+/// parser). `Err` is the sentence the session would see. For the hostile-input harness and its
+/// regression tests: no network, no retries.
+pub fn decode_reply<'c>(
+    api: ReplyApi,
+    content_type: &str,
+    chunks: impl IntoIterator<Item = &'c [u8]>,
+) -> Result<mur_actors::model::InferReply, String> {
+    use body::ReplyDecoder;
+    const URL: &str = "http://127.0.0.1:1/fuzz";
+    fn feed<'c, A: body::StreamAssembler>(
+        mut decoder: ReplyDecoder<'_, A>,
+        chunks: impl IntoIterator<Item = &'c [u8]>,
+        parse_json: impl FnOnce(
+            serde_json::Value,
+        ) -> Result<mur_actors::model::InferReply, retry::Failure>,
+    ) -> Result<mur_actors::model::InferReply, retry::Failure> {
+        for chunk in chunks {
+            if let Some(reply) = decoder.push(chunk)? {
+                return Ok(reply);
+            }
+        }
+        decoder.finish(parse_json)
+    }
+    let result = match api {
+        ReplyApi::AnthropicMessages => feed(
+            ReplyDecoder::new(
+                URL,
+                content_type,
+                anthropic_reply::AnthropicStream::new(URL),
+            ),
+            chunks,
+            |v| anthropic_reply::parse_message(URL, v),
+        ),
+        ReplyApi::OpenAiChat => feed(
+            ReplyDecoder::new(URL, content_type, openai_reply::ChatStream::new(URL)),
+            chunks,
+            |v| openai_reply::parse_chat(URL, v),
+        ),
+        ReplyApi::OpenAiResponses => feed(
+            ReplyDecoder::new(
+                URL,
+                content_type,
+                openai_responses::ResponsesStream::new(URL),
+            ),
+            chunks,
+            |v| openai_responses::parse_response(URL, &v),
+        ),
+    };
+    result.map_err(|f| match f {
+        retry::Failure::Transient { message, .. } => message,
+        retry::Failure::Fatal(e) => e.message,
+    })
+}

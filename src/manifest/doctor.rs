@@ -4,76 +4,111 @@
 //! one-line verdict on stdout, so a script can rely on the exit code (0 ok or warnings only,
 //! 1 errors) and a person can read what to fix.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::{load, MANIFEST_FILE};
+use crate::contain::decide::Decision;
+use crate::diagnostic::Diagnostic;
 
-/// Validate the manifest at `path` (default `./murmur.yaml`; a directory means its
-/// `murmur.yaml`), print every diagnostic, return the process exit code.
-pub fn run(path: Option<&Path>) -> i32 {
-    let path = match path {
-        None => PathBuf::from(MANIFEST_FILE),
-        Some(p) if p.is_dir() => p.join(MANIFEST_FILE),
-        Some(p) => p.to_path_buf(),
+use super::{load, LoadedManifest, MANIFEST_FILE};
+
+/// What `mur doctor` found in a manifest that loads.
+pub struct Checked {
+    /// The manifest's file name, as messages name it.
+    pub label: String,
+    /// The manifest, its folder and its load warnings.
+    pub loaded: LoadedManifest,
+    /// What `mur run` would decide about containment, with its warnings.
+    pub decision: Decision,
+}
+
+/// Why a manifest does not pass: its file name and every diagnostic (errors first).
+pub struct Failed {
+    /// The manifest's file name, as messages name it.
+    pub label: String,
+    /// The errors, then any warnings.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Checks the manifest at `path` (a directory means its `murmur.yaml`) as `mur run` would,
+/// printing nothing: the YAML and every field, the files it names, and the containment decision.
+pub fn check(path: &Path) -> Result<Checked, Failed> {
+    let path = if path.is_dir() {
+        path.join(MANIFEST_FILE)
+    } else {
+        path.to_path_buf()
     };
     let label = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| MANIFEST_FILE.to_string());
-    match load(&path) {
-        Ok(loaded) => {
-            // What `mur run` decides about containment, for a session in the default layout.
-            let base = loaded.dir.join("workdir");
-            let decision = crate::contain::decide::decide(
-                &loaded.manifest,
-                Path::new(&label),
-                &base.join("ses_doctor"),
-                &base.join(".murmur").join("ses_doctor"),
-                None,
-            );
-            // The files the manifest names, read as `mur run` reads them.
-            let named = loaded
-                .manifest
-                .inference
-                .as_ref()
-                .and_then(|i| i.system_prompt_file.clone())
-                .map(|rel| ("inference.system_prompt_file", loaded.resolve(&rel)));
-            let decision = named
-                .and_then(|(field, file)| {
-                    // A missing file is `mur run`'s to refuse (upstream's doctor accepts it); one
-                    // that exists but is no regular file, or too large, is reported here.
-                    crate::files::read_capped(&file, crate::files::TEXT_CAP)
-                        .err()
-                        .filter(|e| !e.not_found())
-                        .map(|e| {
-                            crate::diagnostic::Diagnostic::error(
-                                if e.not_found() {
-                                    "E-IO-001"
-                                } else {
-                                    "E-IO-003"
-                                },
-                                format!(
-                                    "{label}: {field} names {}, which cannot be read: {e}",
-                                    file.display()
-                                ),
-                            )
-                        })
-                })
-                .map_or(decision, Err);
-            let decision = match decision {
-                Ok(d) => d,
-                Err(d) => {
-                    for w in &loaded.warnings {
-                        eprintln!("{w}");
-                    }
-                    eprintln!("{d}");
-                    eprintln!("{label}: 1 error; fix it and run mur doctor again");
-                    return 1;
-                }
-            };
+    let loaded = match load(&path) {
+        Ok(loaded) => loaded,
+        Err(diagnostics) => return Err(Failed { label, diagnostics }),
+    };
+    // What `mur run` decides about containment, for a session in the default layout.
+    let base = loaded.dir.join("workdir");
+    let decision = crate::contain::decide::decide(
+        &loaded.manifest,
+        Path::new(&label),
+        &base.join("ses_doctor"),
+        &base.join(".murmur").join("ses_doctor"),
+        None,
+    );
+    // The files the manifest names, read as `mur run` reads them. A missing file is
+    // `mur run`'s to refuse (upstream's doctor accepts it); one that exists but is no regular
+    // file, or too large, is reported here.
+    let named = loaded
+        .manifest
+        .inference
+        .as_ref()
+        .and_then(|i| i.system_prompt_file.clone())
+        .map(|rel| ("inference.system_prompt_file", loaded.resolve(&rel)));
+    let unreadable = named.and_then(|(field, file)| {
+        crate::files::read_capped(&file, crate::files::TEXT_CAP)
+            .err()
+            .filter(|e| !e.not_found())
+            .map(|e| {
+                Diagnostic::error(
+                    "E-IO-003",
+                    format!(
+                        "{label}: {field} names {}, which cannot be read: {e}",
+                        file.display()
+                    ),
+                )
+            })
+    });
+    match unreadable.map_or(decision, Err) {
+        Ok(mut decision) => {
             let mut warnings = loaded.warnings.clone();
-            warnings.extend(decision.warnings);
-            for w in &warnings {
+            warnings.append(&mut decision.warnings);
+            decision.warnings = warnings;
+            Ok(Checked {
+                label,
+                loaded,
+                decision,
+            })
+        }
+        Err(d) => {
+            // The load's warnings first, as they were found, then the error.
+            let mut diagnostics = loaded.warnings;
+            diagnostics.push(d);
+            Err(Failed { label, diagnostics })
+        }
+    }
+}
+
+/// Validate the manifest at `path` (default `./murmur.yaml`; a directory means its
+/// `murmur.yaml`), print every diagnostic, return the process exit code.
+pub fn run(path: Option<&Path>) -> i32 {
+    let path = path.unwrap_or(Path::new(MANIFEST_FILE));
+    match check(path) {
+        Ok(Checked {
+            label,
+            loaded,
+            decision,
+        }) => {
+            let warnings = &decision.warnings;
+            for w in warnings {
                 eprintln!("{w}");
             }
             let m = &loaded.manifest;
@@ -102,13 +137,14 @@ pub fn run(path: Option<&Path>) -> i32 {
             }
             0
         }
-        Err(diags) => {
-            for d in &diags {
+        Err(Failed { label, diagnostics }) => {
+            for d in &diagnostics {
                 eprintln!("{d}");
             }
-            let errors = diags.iter().filter(|d| d.is_error()).count();
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             let noun = if errors == 1 { "error" } else { "errors" };
-            eprintln!("{label}: {errors} {noun}; fix them and run mur doctor again");
+            let them = if errors == 1 { "it" } else { "them" };
+            eprintln!("{label}: {errors} {noun}; fix {them} and run mur doctor again");
             1
         }
     }

@@ -40,7 +40,7 @@ pub use model::{
     PLAN_STEP_ID,
 };
 pub use schedule::{CANCELLED, CANCELLED_BEFORE};
-pub use validate::BLOCKED;
+pub use validate::{BLOCKED, MAX_STEP_RETRIES};
 
 use events::{EndLine, PlanTrace};
 use result::Counts;

@@ -467,6 +467,16 @@ async fn retries_rerun_a_failed_step_until_attempts_run_out() {
     assert_eq!(report.data["steps"][0]["error"], "flaky: 4 failure(s) left");
     assert_eq!(r.calls().len(), 2);
     assert_eq!(r.lines_of("plan_step")[0]["attempts"], 2);
+
+    // The bound itself is allowed: 20 retries are 21 attempts.
+    let r = Recorder::flaky(100);
+    let report = run(
+        &r,
+        json!({"id": "p", "steps": [{"id": "x", "tool": "flaky", "retries": MAX_STEP_RETRIES}]}),
+    )
+    .await;
+    assert!(!report.completed);
+    assert_eq!(r.calls().len(), 21);
 }
 
 #[tokio::test]
@@ -484,6 +494,8 @@ async fn every_validation_rule_refuses_the_whole_plan_with_its_sentence() {
         (json!([{"id": "a", "capsule": "writer", "input": "x"}]), "a", "capsule 'writer' is not in capabilities.spawn.allow"),
         (json!([{"id": "a", "capsule": "researcher", "input": 5}]), "a", "capsule step input must be a string or { \"objective\": \"<text>\" }, not a number"),
         (json!([{"id": "a", "shell": "echo", "on_error": "retry"}]), "a", "invalid on_error policy 'retry'"),
+        (json!([{"id": "a", "shell": "echo", "retries": 21}]), "a", "retries 21 is more than 20, the most a step may ask for"),
+        (json!([{"id": "a", "shell": "false", "retries": 4_000_000_000u32}]), "a", "retries 4000000000 is more than 20, the most a step may ask for"),
         (json!([{"id": "a", "shell": "echo", "depends_on": ["ghost"]}]), "a", "unknown dependency 'ghost'"),
         (json!([{"id": "a", "tool": "echo", "input": {"x": ["$ghost.output"]}}]), "a", "unknown reference '$ghost.output'"),
         (json!([{"id": "a", "shell": "echo"}, {"id": "b", "shell": "echo", "if": "$a.stdout == 'x'"}]), "b", "unknown reference field 'stdout'"),

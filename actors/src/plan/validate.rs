@@ -3,8 +3,10 @@
 //! A plan is refused whole, never half-run: the first broken rule becomes the plan's single
 //! failed step result, named after the step that broke it. Rules are checked in upstream's
 //! order (per step: id, kind and target, `on_error`; then per step: dependencies and references),
-//! then one rule of ours: a dependency cycle is refused here, with upstream's sentence, instead of
-//! being discovered after the steps outside the cycle have already run.
+//! then two rules of ours: a dependency cycle is refused here, with upstream's sentence, instead of
+//! being discovered after the steps outside the cycle have already run; and a step may ask for at
+//! most [`MAX_STEP_RETRIES`] retries (upstream takes any `u32`, so one failing step asking for four
+//! billion ran until the session's deadline: found by the plan fuzzer).
 
 use std::collections::{HashMap, HashSet};
 
@@ -17,6 +19,9 @@ use super::PlanContext;
 
 /// The sentence for a plan whose steps can never all become ready.
 pub const BLOCKED: &str = "plan is blocked by a dependency cycle or missing dependency";
+
+/// The most retries one step may ask for (the HTTP drivers' `max_retries` bound, too).
+pub const MAX_STEP_RETRIES: u32 = 20;
 
 /// Tools a plan step may never call: they change the session itself and run only as a direct
 /// call of the model's turn.
@@ -55,6 +60,15 @@ pub fn validate(plan: &PlanDef, ctx: &PlanContext) -> Result<(), Refusal> {
             return Err(refuse(
                 step,
                 format!("invalid on_error policy '{}'", step.on_error),
+            ));
+        }
+        if step.retries > MAX_STEP_RETRIES {
+            return Err(refuse(
+                step,
+                format!(
+                    "retries {} is more than {MAX_STEP_RETRIES}, the most a step may ask for",
+                    step.retries
+                ),
             ));
         }
     }
