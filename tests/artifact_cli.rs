@@ -635,3 +635,20 @@ fn a_pin_at_another_version_is_a_lock_conflict() {
         "nothing filed"
     );
 }
+
+#[test]
+fn other_bytes_at_the_pinned_version_are_refused_and_the_pin_stays() {
+    let e = env();
+    // The lock pins tool-edit@0.2.0 at a hash the published zip does not have: the release's
+    // bytes changed under the same version.
+    let pinned = format!("lock_version: 3\nartifacts:\n  - name: murmur/tool-edit\n    resolved_version: \"0.2.0\"\n    sha256:\n      any: \"{}\"\n    origin: operator\n    owner_id: 190196424\n", "0".repeat(64));
+    std::fs::write(e.project.join("murmur.lock"), &pinned).unwrap();
+    let o = mur(&e, &e.project, &["install", "murmur/tool-edit@0.2.0"]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    let zip = tool_zip("tool-edit", "0.2.0", TOOL_EDIT_DESCRIPTION);
+    assert_eq!(
+        o.stderr,
+        format!("error[E-REG-005]: murmur.lock conflict for 'murmur/tool-edit': 'murmur/tool-edit' is pinned at sha256 {}, but {} was resolved\n  hint: for an intentional upgrade, remove the stale entry from murmur.lock and install again\n", "0".repeat(64), sha(&zip))
+    );
+    nothing_written(&e, &pinned);
+}

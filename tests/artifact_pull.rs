@@ -657,3 +657,62 @@ async fn skills_are_pulled_under_the_skill_grant_and_removed_by_full_name() {
     );
     assert_eq!(lock_text(&e).unwrap(), "lock_version: 3\nartifacts: []\n");
 }
+
+#[tokio::test]
+async fn a_payload_naming_another_artifact_or_version_is_not_fetched() {
+    let e = env();
+    // Each asset is filed under one name and version but packs a murmur.yaml saying another:
+    // only the name differs, or only the version.
+    let mut other_name = published_tool("tool-liar", "1.0.0", "x");
+    other_name.bytes = tool_zip("tool-other", "1.0.0", "x");
+    let mut other_version = published_tool("tool-stale", "1.0.0", "x");
+    other_version.bytes = tool_zip("tool-stale", "0.9.0", "x");
+    e.fake.publish(
+        MURMUR_SCOPE_REPO,
+        "murmur",
+        "v0.27.0",
+        &[other_name, other_version],
+    );
+    let before = lock_text(&e);
+    let svc = service(&e, SEED_GRANT);
+    assert_eq!(
+        refused(&svc, req(&e, "murmur/tool-liar@1.0.0")).await,
+        "not-fetched: murmur/tool-liar@1.0.0 (github:murmur-nexus/default-artifacts) packs 'tool-other@1.0.0' in its murmur.yaml, not tool-liar@1.0.0"
+    );
+    assert_nothing_written(&e, &before);
+    assert_eq!(
+        refused(&svc, req(&e, "murmur/tool-stale@1.0.0")).await,
+        "not-fetched: murmur/tool-stale@1.0.0 (github:murmur-nexus/default-artifacts) packs 'tool-stale@0.9.0' in its murmur.yaml, not tool-stale@1.0.0"
+    );
+    assert_nothing_written(&e, &before);
+}
+
+#[tokio::test]
+async fn a_second_pull_with_the_same_tool_name_is_refused() {
+    let e = env();
+    let store = Store::project(&e.project);
+    put(
+        &store,
+        "ana",
+        &tool_zip("tool-edit", "1.0.0", "ana's edit"),
+        None,
+    );
+    let svc = service(
+        &e,
+        "    tool: [\"murmur/tool-*\", \"ana/tool-*\"]\n    from: [stores, sources]\n",
+    );
+    let PullOutcome::Pulled(_) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
+        panic!("not a pull")
+    };
+    let after_first = lock_text(&e);
+    assert_eq!(
+        refused(&svc, req(&e, "ana/tool-edit@1.0.0")).await,
+        "not-granted: 'ana/tool-edit' has the tool name 'tool-edit', which 'murmur/tool-edit' already holds in this session; remove that one first or pull another artifact"
+    );
+    assert_eq!(
+        lock_text(&e),
+        after_first,
+        "the lock holds only the first pull"
+    );
+    assert!(!lock_text(&e).unwrap().contains("ana/tool-edit"));
+}

@@ -688,4 +688,103 @@ mod tests {
             Some((190196424, "murmur/tool-edit".into()))
         );
     }
+
+    fn platforms(pairs: &[(&str, &str)]) -> PinHash {
+        PinHash::Platforms(
+            pairs
+                .iter()
+                .map(|(p, h)| (p.to_string(), h.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn other_bytes_at_the_pinned_version_are_a_conflict() {
+        let n = ArtifactName::parse("murmur/tool-edit").unwrap();
+        let mut any = Lock::default();
+        any.upsert(entry("murmur/tool-edit", Origin::Operator));
+        assert_eq!(
+            any.conflict_with(&n, "0.2.0", &PinHash::Any("cd".into())),
+            Some("'murmur/tool-edit' is pinned at sha256 ab, but cd was resolved".into())
+        );
+        assert_eq!(
+            any.conflict_with(&n, "0.2.0", &platforms(&[("linux-x86_64", "ab")])),
+            Some("'murmur/tool-edit' is pinned as a platform-independent payload but resolved as a per-platform one".into())
+        );
+        let mut per = Lock::default();
+        let mut e = entry("murmur/tool-edit", Origin::Operator);
+        e.sha256 = platforms(&[("linux-x86_64", "aa"), ("darwin-aarch64", "bb")]);
+        per.upsert(e);
+        assert_eq!(
+            per.conflict_with(&n, "0.2.0", &platforms(&[("darwin-aarch64", "cc")])),
+            Some(
+                "'murmur/tool-edit' is pinned at sha256 bb for darwin-aarch64, but cc was resolved"
+                    .into()
+            )
+        );
+        // Another platform's hash is no conflict, nor is the same hash again, nor a new platform.
+        assert_eq!(
+            per.conflict_with(&n, "0.2.0", &platforms(&[("linux-x86_64", "aa")])),
+            None
+        );
+        assert_eq!(
+            per.conflict_with(&n, "0.2.0", &platforms(&[("linux-aarch64", "bb")])),
+            None
+        );
+        assert_eq!(
+            per.conflict_with(&n, "0.2.0", &PinHash::Any("aa".into())),
+            Some("'murmur/tool-edit' is pinned as a per-platform payload but resolved as a platform-independent one".into())
+        );
+    }
+
+    #[test]
+    fn a_second_platform_at_the_same_version_is_merged_and_a_new_version_replaces() {
+        let mut lock = Lock::default();
+        let mut e = entry("murmur/tool-edit", Origin::Runtime);
+        e.sha256 = platforms(&[("linux-x86_64", "aa")]);
+        lock.upsert(e.clone());
+        e.sha256 = platforms(&[("darwin-aarch64", "bb")]);
+        lock.upsert(e.clone());
+        let pinned = &lock.entries[0].sha256;
+        assert_eq!(
+            pinned,
+            &platforms(&[("linux-x86_64", "aa"), ("darwin-aarch64", "bb")])
+        );
+        assert_eq!(pinned.hash_for(Some("linux-x86_64")), Some("aa"));
+        assert_eq!(pinned.hash_for(Some("darwin-aarch64")), Some("bb"));
+        assert_eq!(pinned.hash_for(Some("linux-aarch64")), None);
+        assert_eq!(pinned.hash_for(None), None);
+        assert_eq!(PinHash::Any("ab".into()).hash_for(None), Some("ab"));
+        assert_eq!(
+            PinHash::Any("ab".into()).hash_for(Some("linux-x86_64")),
+            None
+        );
+        e.resolved_version = "0.3.0".into();
+        e.sha256 = platforms(&[("darwin-aarch64", "cc")]);
+        lock.upsert(e);
+        assert_eq!(
+            lock.entries[0].sha256,
+            platforms(&[("darwin-aarch64", "cc")])
+        );
+        assert_eq!(lock.entries[0].resolved_version, "0.3.0");
+    }
+
+    #[test]
+    fn a_pin_without_a_hash_or_an_operator_pin_with_a_session_is_refused() {
+        let head = "lock_version: 3\nartifacts:\n  - name: murmur/tool-edit\n    resolved_version: \"0.2.0\"\n";
+        for (body, why) in [
+            ("    origin: operator\n", "'murmur/tool-edit' pins no hash (expected either sha256.any or sha256.platforms)"),
+            ("    sha256: {}\n    origin: operator\n", "'murmur/tool-edit' pins no hash (expected either sha256.any or sha256.platforms)"),
+            ("    sha256:\n      any: \"\"\n", "'murmur/tool-edit' has an empty sha256.any"),
+            ("    sha256:\n      any: ab\n      platforms: {linux-x86_64: cd}\n", "'murmur/tool-edit' pins both sha256.any and sha256.platforms (expected exactly one)"),
+            ("    sha256:\n      any: ab\n    origin: operator\n    session: ses_1\n", "'murmur/tool-edit' has origin operator but names a session"),
+            ("    sha256:\n      any: ab\n    origin: vendor\n", "'murmur/tool-edit' has unknown origin 'vendor' (expected operator or runtime)"),
+        ] {
+            assert_eq!(
+                Lock::parse(&format!("{head}{body}")),
+                Err(format!("entry 0: {why}")),
+                "{body}"
+            );
+        }
+    }
 }

@@ -444,4 +444,82 @@ mod tests {
             "t.mur.zip lists 3 entries but only 2 distinct names: an entry name appears twice; refused"
         );
     }
+
+    fn skill_yaml() -> Vec<u8> {
+        b"name: t\nversion: 1.0.0\nruntime: skill\n".to_vec()
+    }
+
+    fn limits(entry_bytes: u64, total_bytes: u64, entries: usize) -> ZipLimits {
+        ZipLimits {
+            entry_bytes,
+            total_bytes,
+            entries,
+        }
+    }
+
+    #[test]
+    fn sizes_and_counts_are_accepted_at_their_limit_and_refused_one_past_it() {
+        let m = skill_yaml();
+        let n = m.len() as u64;
+        let z = zip_entries(vec![
+            ("murmur.yaml".into(), m.clone(), false),
+            ("skill.md".into(), vec![b'a'; 100], false),
+        ])
+        .unwrap();
+        // One entry of exactly the limit, and a total of exactly the limit, pass.
+        assert!(unpack_with_limits(&z, "z", limits(100, 100 + n, 2)).is_ok());
+        assert_eq!(
+            unpack_with_limits(&z, "z", limits(99, 1 << 20, 2)).err(),
+            Some("z: entry 'skill.md' is 100 bytes, over the 99 byte limit for one entry".into())
+        );
+        assert_eq!(
+            unpack_with_limits(&z, "z", limits(1 << 20, 100 + n - 1, 2)).err(),
+            Some(format!(
+                "z: its entries add up to more than {} bytes; refused",
+                100 + n - 1
+            ))
+        );
+        assert_eq!(
+            unpack_with_limits(&z, "z", limits(1 << 20, 1 << 20, 1)).err(),
+            Some("z has 2 entries; at most 1 are accepted".into())
+        );
+    }
+
+    #[test]
+    fn an_entry_whose_header_understates_its_size_is_refused_by_what_it_holds() {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let deflated = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        w.start_file("murmur.yaml", deflated).unwrap();
+        w.write_all(&skill_yaml()).unwrap();
+        w.start_file("skill.md", deflated).unwrap();
+        w.write_all(&[b'a'; 4096]).unwrap();
+        let mut z = w.finish().unwrap().into_inner();
+        // Rewrite skill.md's uncompressed size to 10 in its local header and its central
+        // directory entry: the header now says it is small.
+        let name = b"skill.md";
+        let mut patched = 0;
+        for at in 0..z.len() - 4 {
+            // (uncompressed size, file name) offsets in a local and a central header.
+            let (size_at, name_at) = match &z[at..at + 4] {
+                [0x50, 0x4b, 0x03, 0x04] => (at + 22, at + 30),
+                [0x50, 0x4b, 0x01, 0x02] => (at + 24, at + 46),
+                _ => continue,
+            };
+            if z.get(name_at..name_at + name.len()) == Some(&name[..]) {
+                z[size_at..size_at + 4].copy_from_slice(&10u32.to_le_bytes());
+                patched += 1;
+            }
+        }
+        assert_eq!(patched, 2);
+        // The reader takes at most the limit plus one byte, whatever the header says.
+        assert_eq!(
+            unpack_with_limits(&z, "z", limits(1024, 1 << 20, 10)).err(),
+            Some("z: entry 'skill.md' is over the 1024 byte limit for one entry".into())
+        );
+        // Within the limit, the lie gains nothing: the bytes are read, not trusted.
+        let payload = unpack_with_limits(&z, "z", limits(1 << 20, 1 << 20, 10)).unwrap();
+        assert_eq!(payload.file("skill.md").map(|f| f.bytes.len()), Some(4096));
+    }
 }
