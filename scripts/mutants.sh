@@ -56,7 +56,7 @@ for m in "${modules[@]}"; do
   IFS='|' read -r name file _ <<<"$m"
   d="$out/$name/mutants.out"
   [ -d "$d" ] || continue
-  c() { [ -f "$d/$1.txt" ] && grep -c . "$d/$1.txt" || echo 0; }
+  c() { if [ -f "$d/$1.txt" ]; then grep -c . "$d/$1.txt" || true; else echo 0; fi; }
   total=$(( $(c caught) + $(c missed) + $(c timeout) + $(c unviable) ))
   printf '%-10s %8s %7s %7s %8s %9s\n' "$name" "$total" "$(c caught)" "$(c missed)" "$(c timeout)" "$(c unviable)"
 done
