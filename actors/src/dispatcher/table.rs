@@ -160,3 +160,240 @@ pub fn missing_required(tool: &ToolDecl, input: &Value) -> Option<String> {
         all.join(", ")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The routing table alone: precedence, refusals and executor choice, in the kernel crate.
+
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::{ExecRequest, ExecResult};
+
+    /// An executor that is only ever compared by identity.
+    struct Marker;
+
+    #[async_trait]
+    impl ToolExecutor for Marker {
+        async fn execute(&self, _request: ExecRequest) -> ExecResult {
+            Err("not run in these tests".into())
+        }
+    }
+
+    struct Fixture {
+        table: ToolTable,
+        shell: Arc<dyn ToolExecutor>,
+        native: Arc<dyn ToolExecutor>,
+        skill: Arc<dyn ToolExecutor>,
+        share: Arc<dyn ToolExecutor>,
+    }
+
+    fn decl(name: &str, kind: ToolKind) -> Arc<ToolDecl> {
+        Arc::new(ToolDecl {
+            name: name.into(),
+            full_name: Some(format!("acme/{name}")),
+            version: "1.0.0".into(),
+            description: format!("{name} tool"),
+            input_schema: json!({"type": "object", "required": ["path", "mode"]}),
+            kind,
+            origin: ToolOrigin::Provided,
+        })
+    }
+
+    fn fixture(grants: Grants) -> Fixture {
+        let (shell, native, skill, share): (Arc<dyn ToolExecutor>, _, _, _) = (
+            Arc::new(Marker),
+            Arc::new(Marker) as Arc<dyn ToolExecutor>,
+            Arc::new(Marker) as Arc<dyn ToolExecutor>,
+            Arc::new(Marker) as Arc<dyn ToolExecutor>,
+        );
+        let tools = [
+            decl(
+                "edit",
+                ToolKind::Native {
+                    entrypoint: PathBuf::from("/bin/edit"),
+                    deadline: Duration::from_secs(1),
+                },
+            ),
+            decl(
+                "style",
+                ToolKind::Skill {
+                    path: PathBuf::from("skill.md"),
+                },
+            ),
+            decl(
+                "ls",
+                ToolKind::Shell {
+                    binary: "ls".into(),
+                },
+            ),
+            decl(
+                "rm",
+                ToolKind::Shell {
+                    binary: "rm".into(),
+                },
+            ),
+            decl("share-file", ToolKind::Runtime),
+            decl("delegate-task", ToolKind::Runtime),
+        ];
+        let table = ToolTable {
+            tools: tools.iter().map(|t| (t.name.clone(), t.clone())).collect(),
+            grants,
+            executors: Executors {
+                shell: shell.clone(),
+                native: native.clone(),
+                skill: skill.clone(),
+                runtime: HashMap::from([("share-file".to_string(), share.clone())]),
+            },
+            paths: SessionPaths {
+                workdir: PathBuf::from("/w"),
+                records_dir: PathBuf::from("/r"),
+            },
+        };
+        Fixture {
+            table,
+            shell,
+            native,
+            skill,
+            share,
+        }
+    }
+
+    fn shell_grants() -> Grants {
+        Grants {
+            shell_allow: vec!["ls".into(), "cat".into()],
+            ..Grants::default()
+        }
+    }
+
+    fn route(table: &ToolTable, name: &str) -> String {
+        match table.route(name) {
+            Route::Runtime(n) => format!("runtime {n}"),
+            Route::Exec(t, kind) => format!(
+                "{} {} ({})",
+                match kind {
+                    CallKind::Tool => "tool",
+                    CallKind::Shell => "shell",
+                    CallKind::Skill => "skill",
+                },
+                t.name,
+                t.description
+            ),
+            Route::Refuse(why) => format!("refuse: {why}"),
+        }
+    }
+
+    #[test]
+    fn calls_route_in_precedence_order() {
+        let f = fixture(shell_grants());
+        let t = &f.table;
+        // A held runtime tool with an edge executor runs as a tool; without one (or not held),
+        // the runtime answers it.
+        assert_eq!(route(t, "share-file"), "tool share-file (share-file tool)");
+        assert_eq!(route(t, "delegate-task"), "runtime delegate-task");
+        assert_eq!(route(t, "submit-plan"), "runtime submit-plan");
+        // Held artifacts by kind.
+        assert_eq!(route(t, "edit"), "tool edit (edit tool)");
+        assert_eq!(route(t, "style"), "skill style (style tool)");
+        // A granted binary: its held declaration, or one the table writes.
+        assert_eq!(route(t, "ls"), "shell ls (ls tool)");
+        assert_eq!(route(t, "cat"), "shell cat ()");
+        // A held binary the grant lacks, and a name nobody holds.
+        assert_eq!(
+            route(t, "rm"),
+            "refuse: binary 'rm' is not in capabilities.shell.allow"
+        );
+        assert_eq!(
+            route(t, "curl"),
+            "refuse: tool 'curl' is not declared in manifest allowlist"
+        );
+    }
+
+    #[test]
+    fn a_granted_binary_never_shadows_a_held_native_tool_or_a_runtime_tool() {
+        let mut g = shell_grants();
+        g.shell_allow
+            .extend(["edit".into(), "delegate-task".into()]);
+        let f = fixture(g);
+        assert_eq!(route(&f.table, "edit"), "tool edit (edit tool)");
+        assert_eq!(route(&f.table, "delegate-task"), "runtime delegate-task");
+        // But a granted binary wins over a held skill of the same name.
+        let mut g = shell_grants();
+        g.shell_allow.push("style".into());
+        let f = fixture(g);
+        assert_eq!(route(&f.table, "style"), "shell style ()");
+    }
+
+    #[test]
+    fn each_runtime_tool_without_its_grant_is_refused_with_its_sentence() {
+        let f = fixture(Grants::default());
+        let input = json!({"artifact": "murmur/tool-edit"});
+        let want = [
+            ("share-file", "'share-file' needs an exports.peer_files block in murmur.yaml; this capsule declares none"),
+            ("fetch-peer-file", "'fetch-peer-file' needs a capabilities.peer_fetch.allow list in murmur.yaml; this capsule declares none"),
+            ("delegate-task", "'delegate-task' needs a capabilities.spawn.allow list in murmur.yaml; this capsule declares none"),
+            ("submit-plan", "'submit-plan' needs a capabilities.plan.submit: true declaration in murmur.yaml; this capsule declares none"),
+            ("pull-artifact", "not-granted: this capsule declares no capabilities.install, so pulling 'murmur/tool-edit' is refused"),
+            ("remove-artifact", "not-granted: this capsule declares no capabilities.install, so removing 'murmur/tool-edit' is refused"),
+        ];
+        for (tool, sentence) in want {
+            assert_eq!(
+                f.table.runtime_refusal(tool, &input).as_deref(),
+                Some(sentence)
+            );
+        }
+        assert_eq!(f.table.runtime_refusal("ls", &input), None);
+        // With every grant, none is refused.
+        let f = fixture(Grants {
+            peer_files_export: true,
+            peer_fetch_allow: vec!["localhost:*".into()],
+            spawn_allow: vec!["acme/child".into()],
+            plan_submit: true,
+            install: true,
+            ..Grants::default()
+        });
+        for (tool, _) in want {
+            assert_eq!(f.table.runtime_refusal(tool, &input), None, "{tool}");
+        }
+    }
+
+    #[test]
+    fn each_kind_of_tool_goes_to_its_executor() {
+        let f = fixture(shell_grants());
+        let pick = |name: &str| f.table.executor(&f.table.tools[name]);
+        assert!(Arc::ptr_eq(&pick("ls"), &f.shell));
+        assert!(Arc::ptr_eq(&pick("edit"), &f.native));
+        assert!(Arc::ptr_eq(&pick("style"), &f.skill));
+        assert!(Arc::ptr_eq(&pick("share-file"), &f.share));
+        // A runtime tool with no edge executor falls back to the native one.
+        assert!(Arc::ptr_eq(&pick("delegate-task"), &f.native));
+        assert_eq!(f.table.paths().records_dir, PathBuf::from("/r"));
+        assert_eq!(f.table.grants().shell_allow, ["ls", "cat"]);
+    }
+
+    #[test]
+    fn missing_required_fields_are_named_and_null_counts_as_missing() {
+        let f = fixture(shell_grants());
+        let edit = &f.table.tools["edit"];
+        assert_eq!(
+            missing_required(edit, &json!({"path": "a", "mode": null})).as_deref(),
+            Some("edit: missing required field(s) \"mode\"\n\nThis call did not run. edit's input_schema requires: path, mode.")
+        );
+        assert_eq!(
+            missing_required(edit, &json!({})).as_deref(),
+            Some("edit: missing required field(s) \"path\", \"mode\"\n\nThis call did not run. edit's input_schema requires: path, mode.")
+        );
+        assert_eq!(
+            missing_required(edit, &json!({"path": "a", "mode": 0})),
+            None
+        );
+        let free = decl("free", ToolKind::Runtime);
+        let mut free = (*free).clone();
+        free.input_schema = json!({"type": "object"});
+        assert_eq!(missing_required(&free, &json!({})), None);
+    }
+}
