@@ -205,6 +205,59 @@ mod peer_tests {
     use sha2::Digest;
 
     #[test]
+    fn shell_tools_say_how_their_command_is_passed() {
+        let bash = shell_tool("bash");
+        assert_eq!(bash.description, "Run a shell command via bash in the capsule workdir. The `command` field is passed to bash via -c.");
+        let ls = shell_tool("ls");
+        assert_eq!(ls.description, "Run ls in the capsule workdir. The `command` field holds the arguments to ls (split like a shell, without expansion).");
+        for t in [&bash, &ls] {
+            assert_eq!(
+                t.input_schema,
+                json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]})
+            );
+            assert_eq!(
+                (t.version.as_str(), t.full_name.as_deref()),
+                ("0.0.0", None)
+            );
+        }
+    }
+
+    #[test]
+    fn handle_redaction_stops_exactly_at_the_token_bounds() {
+        let id = |t: &str| {
+            format!(
+                "[handle:{}]",
+                &hex::encode(sha2::Sha256::digest(t.as_bytes()))[..16]
+            )
+        };
+        // At the very start and the very end of the text, and between other characters.
+        assert_eq!(redact_handles_text("mh1.a.b"), id("mh1.a.b"));
+        assert_eq!(
+            redact_handles_text("x mh1.a.b"),
+            format!("x {}", id("mh1.a.b"))
+        );
+        assert_eq!(
+            redact_handles_text("(mh1.Ab_-9.c-D_)!"),
+            format!("({})!", id("mh1.Ab_-9.c-D_"))
+        );
+        assert_eq!(
+            redact_handles_text("mh1.a.b mh1.c.d"),
+            format!("{} {}", id("mh1.a.b"), id("mh1.c.d"))
+        );
+        // Not a token: glued to a word before it, an empty part, a missing dot or second part.
+        for kept in [
+            "xmh1.a.b", "_mh1.a.b", "mh1..b", "mh1.a.", "mh1.a", "mh1.", "mh1", "mh2.a.b",
+        ] {
+            assert_eq!(redact_handles_text(kept), kept);
+        }
+        // A token is two parts: what follows the second is kept.
+        assert_eq!(
+            redact_handles_text("mh1.mh1.a.b"),
+            format!("{}.b", id("mh1.mh1.a"))
+        );
+    }
+
+    #[test]
     fn handles_are_redacted_to_their_id_and_other_text_is_kept() {
         let token = "mh1.eyJ2IjoxfQ.AbC-_9";
         let id = &hex::encode(sha2::Sha256::digest(token.as_bytes()))[..16];

@@ -391,6 +391,38 @@ mod tests {
     }
 
     #[test]
+    fn unpacking_makes_programs_executable_and_nothing_else() {
+        use std::os::unix::fs::PermissionsExt;
+        let z = zip_entries(vec![
+            ("murmur.yaml".into(), tool_yaml(), false),
+            ("bin/t".into(), b"#!/bin/sh\n".to_vec(), false),
+            ("lib/helper.sh".into(), b"#!/bin/sh\n".to_vec(), true),
+            ("README.md".into(), b"# t\n".to_vec(), false),
+        ])
+        .unwrap();
+        let p = unpack(&z, "t.mur.zip").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("t");
+        p.extract_to(&dest).unwrap();
+        let mode = |f: &str| {
+            std::fs::metadata(dest.join(f))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        // Under bin/, or marked executable in the archive: 0755. Everything else keeps the
+        // umask's default, never an exec bit.
+        assert_eq!(mode("bin/t"), 0o755);
+        assert_eq!(mode("lib/helper.sh"), 0o755);
+        assert_eq!(mode("README.md") & 0o111, 0);
+        assert_eq!(mode("murmur.yaml") & 0o111, 0);
+        assert_eq!(std::fs::read(dest.join("README.md")).unwrap(), b"# t\n");
+        // A second extraction over the first is refused, not merged.
+        assert!(p.extract_to(&dest).is_err());
+    }
+
+    #[test]
     fn entry_names_that_escape_are_refused() {
         for bad in ["../x", "/etc/x", "a/../../x", "a\\b", "C:/x", "./"] {
             assert!(!safe_entry_name(bad), "{bad}");

@@ -376,6 +376,21 @@ mod tests {
     }
 
     #[test]
+    fn pattern_prefixes_are_limited_to_100_characters() {
+        let ok = format!("a/{}*", "x".repeat(100));
+        assert_eq!(
+            InstallPattern::parse(&ok).unwrap(),
+            InstallPattern::Prefix {
+                scope: "a".into(),
+                prefix: "x".repeat(100)
+            }
+        );
+        let long = format!("a/{}*", "x".repeat(101));
+        let err = InstallPattern::parse(&long).unwrap_err().message;
+        assert_eq!(err, format!("entry \"{long}\" is invalid (the name prefix must be at most 100 characters); expected a full artifact name '<scope>/<name>', a scope and name prefix ending in a single trailing '*' (e.g. 'ana/style-*' or 'ana/*'), or '*' alone"));
+    }
+
+    #[test]
     fn install_patterns_have_exactly_four_forms() {
         assert_eq!(InstallPattern::parse("*").unwrap(), InstallPattern::Any);
         assert_eq!(
@@ -448,6 +463,18 @@ mod tests {
         assert!(!p("ana/style-*").covers(&p("ana/*")));
         assert!(!p("ana/*").covers(&p("*")));
         assert!(!p("ana/x").covers(&p("ana/*")));
+        // Each case against a near miss: another scope, another prefix, another name.
+        assert!(p("ana/*").covers(&p("ana/*")));
+        assert!(!p("ana/*").covers(&p("bob/*")));
+        assert!(!p("ana/*").covers(&p("bob/style-*")));
+        assert!(!p("ana/*").covers(&p("bob/x")));
+        assert!(!p("ana/style-*").covers(&p("bob/style-long-*")));
+        assert!(!p("ana/style-*").covers(&p("ana/sty-*")));
+        assert!(!p("ana/style-*").covers(&p("ana/other")));
+        assert!(p("ana/x").covers(&p("ana/x")));
+        assert!(!p("ana/x").covers(&p("ana/y")));
+        assert!(!p("ana/x").covers(&p("ana/x-*")));
+        assert!(!p("ana/style-*").covers(&p("*")));
     }
 
     #[test]
