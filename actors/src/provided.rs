@@ -205,6 +205,61 @@ mod peer_tests {
     use sha2::Digest;
 
     #[test]
+    fn each_grant_gives_exactly_its_runtime_tool() {
+        let names =
+            |g: &Grants| -> Vec<String> { provided_tools(g).into_iter().map(|t| t.name).collect() };
+        assert!(names(&Grants::default()).is_empty());
+        let all = Grants {
+            shell_allow: vec!["ls".into(), "bash".into()],
+            spawn_allow: vec!["acme/child".into()],
+            peer_files_export: true,
+            peer_fetch_allow: vec!["localhost:*".into()],
+            plan_submit: true,
+            ..Grants::default()
+        };
+        assert_eq!(
+            names(&all),
+            [
+                "ls",
+                "bash",
+                "delegate-task",
+                "share-file",
+                "fetch-peer-file",
+                "submit-plan"
+            ]
+        );
+        let one = |g: Grants| names(&g);
+        assert_eq!(
+            one(Grants {
+                spawn_allow: vec!["a/b".into()],
+                ..Grants::default()
+            }),
+            ["delegate-task"]
+        );
+        assert_eq!(
+            one(Grants {
+                peer_files_export: true,
+                ..Grants::default()
+            }),
+            ["share-file"]
+        );
+        assert_eq!(
+            one(Grants {
+                peer_fetch_allow: vec!["x".into()],
+                ..Grants::default()
+            }),
+            ["fetch-peer-file"]
+        );
+        assert_eq!(
+            one(Grants {
+                plan_submit: true,
+                ..Grants::default()
+            }),
+            ["submit-plan"]
+        );
+    }
+
+    #[test]
     fn shell_tools_say_how_their_command_is_passed() {
         let bash = shell_tool("bash");
         assert_eq!(bash.description, "Run a shell command via bash in the capsule workdir. The `command` field is passed to bash via -c.");

@@ -157,7 +157,7 @@ impl SourcesConfig {
     pub fn parse(text: &str, label: &str) -> Result<SourcesConfig, Diagnostic> {
         let fail = |why: String| Diagnostic::error("E-CFG-003", format!("{label}: {why}"));
         let mut cfg = Self::default();
-        if let Some((line, col, why)) = crate::manifest::depth::too_deep(text) {
+        if let Some((line, col, why)) = crate::manifest::depth::too_costly(text) {
             return Err(fail(format!(
                 "YAML syntax error at line {line}, column {col}: {why}"
             )));

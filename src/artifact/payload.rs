@@ -290,7 +290,7 @@ pub fn unpack_with_limits(bytes: &[u8], label: &str, limits: ZipLimits) -> Resul
 
 /// Parses a packed manifest: an artifact manifest when it has `runtime:`, else a capsule's.
 pub fn parse_packed_manifest(text: &str, label: &str) -> Result<PackedManifest, String> {
-    if let Some((line, col, why)) = crate::manifest::depth::too_deep(text) {
+    if let Some((line, col, why)) = crate::manifest::depth::too_costly(text) {
         return Err(format!(
             "{label}: YAML syntax error at line {line}, column {col}: {why}"
         ));

@@ -26,20 +26,30 @@ pub const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
     ("NVM_DIR", ".nvm"),
 ];
 
-/// A granted binary resolved on `PATH` to the file that runs, once per process (thousands of
-/// delegated children of one capsule ask for the same names).
-fn resolved(binary: &str) -> Option<PathBuf> {
+/// Every granted binary resolved on `PATH` to the file that runs (those not found left out),
+/// cached per process: thousands of delegated children of one capsule ask for the same names,
+/// and the ones not yet known are looked up together (see [`which_all`]).
+///
+/// [`which_all`]: crate::tools::shell::which_all
+fn resolved_all(binaries: &[String]) -> Vec<PathBuf> {
     static CACHE: OnceLock<Mutex<HashMap<String, Option<PathBuf>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(hit) = cache.lock().expect("binary cache").get(binary) {
-        return hit.clone();
+    let mut known = cache.lock().expect("binary cache");
+    let missing: Vec<&str> = binaries
+        .iter()
+        .map(String::as_str)
+        .filter(|b| !known.contains_key(*b))
+        .collect();
+    if !missing.is_empty() {
+        let found = crate::tools::shell::which_all(missing.iter().copied());
+        for (b, f) in missing.into_iter().zip(found) {
+            known.insert(b.to_string(), f.map(|p| super::canonical(&p)));
+        }
     }
-    let found = crate::tools::shell::which(binary).map(|p| super::canonical(&p));
-    cache
-        .lock()
-        .expect("binary cache")
-        .insert(binary.to_string(), found.clone());
-    found
+    binaries
+        .iter()
+        .filter_map(|b| known.get(b).cloned().flatten())
+        .collect()
 }
 
 /// The environment plan for these lists, built once per process for each distinct set.
@@ -222,7 +232,7 @@ pub fn decide_on(
     }
 
     // Granted binaries, resolved to the files that run.
-    let binaries: Vec<PathBuf> = shell.allow.iter().filter_map(|b| resolved(b)).collect();
+    let binaries: Vec<PathBuf> = resolved_all(&shell.allow);
     let runtime_dirs: Vec<(PathBuf, bool)> = shell
         .interpreter_runtime
         .iter()

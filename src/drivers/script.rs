@@ -107,7 +107,7 @@ impl ScriptDriver {
 
     /// Parse a script given as text; `path` is only used in messages.
     pub fn from_str(text: &str, path: &Path) -> Result<Self, String> {
-        if let Some((line, col, why)) = crate::manifest::depth::too_deep(text) {
+        if let Some((line, col, why)) = crate::manifest::depth::too_costly(text) {
             return Err(format!(
                 "{} is not a valid model script: line {line}, column {col}: {why}",
                 path.display()

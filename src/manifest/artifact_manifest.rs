@@ -233,7 +233,7 @@ pub fn parse_artifact_manifest(
     label: &str,
 ) -> Result<(ArtifactManifest, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut ctx = Ctx::new(label);
-    if let Some((line, col, why)) = super::depth::too_deep(text) {
+    if let Some((line, col, why)) = super::depth::too_costly(text) {
         ctx.error(
             "E-MAN-002",
             format!("YAML syntax error at line {line}, column {col}: {why}"),

@@ -161,11 +161,15 @@ pub(crate) fn tool_names(ctx: &mut Ctx, artifacts: &[ArtifactDecl]) {
                 )));
         }
     }
-    for (i, a) in artifacts.iter().enumerate() {
-        if let Some(b) = artifacts[..i]
-            .iter()
-            .find(|b| b.tool_name() == a.tool_name())
-        {
+    // The first declaration of each tool name (a map, not a scan: a manifest may list
+    // thousands of artifacts).
+    let mut first: std::collections::HashMap<&str, &ArtifactDecl> =
+        std::collections::HashMap::with_capacity(artifacts.len());
+    for a in artifacts {
+        if let Some(b) = first.get(a.tool_name()).copied().or_else(|| {
+            first.insert(a.tool_name(), a);
+            None
+        }) {
             if b.name == a.name {
                 let msg = format!(
                     "artifact '{}' is declared twice (artifacts[{}] and artifacts[{}]); declare \

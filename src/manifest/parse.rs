@@ -167,7 +167,7 @@ fn required(ctx: &mut Ctx, top: &Block<'_>, key: &str) -> Option<String> {
 
 /// Parses YAML text; on failure gives 1-based line and column and the parser's message.
 fn read_yaml(text: &str) -> Result<Value, (usize, usize, String)> {
-    if let Some(deep) = super::depth::too_deep(text) {
+    if let Some(deep) = super::depth::too_costly(text) {
         return Err(deep);
     }
     let mut value: Value = serde_norway::from_str(text).map_err(|e| locate(text, &e))?;

@@ -79,13 +79,14 @@ pub(crate) fn parse_shell(ctx: &mut Ctx, caps: &Block<'_>) -> Option<ShellCap> {
         return None;
     }
     let mut allow: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, entry) in raw.iter().enumerate() {
         if let Some(why) = bad_binary_name(entry) {
             let field = format!("{}[{i}]", s.field("allow"));
             let msg = format!("'{entry}' {why}; an entry is a bare binary name");
             ctx.invalid(s.area, &field, msg).hint =
                 Some("name the binary alone (e.g. 'git'), and put its directory on PATH".into());
-        } else if !allow.contains(entry) {
+        } else if seen.insert(entry.as_str()) {
             allow.push(entry.clone());
         }
     }

@@ -171,6 +171,13 @@ mod tests {
     }
 
     #[test]
+    fn a_key_never_shows_its_bytes() {
+        let key = Key::random().unwrap();
+        assert_eq!(format!("{key:?}"), "Key(..)");
+        assert_eq!(format!("{:?}", Some(key)), "Some(Key(..))");
+    }
+
+    #[test]
     fn a_minted_handle_verifies_only_for_its_audience_key_and_issuer() {
         let key = Key::random().unwrap();
         let token = mint(&key, &payload(2_000), "b@localhost:1/ses_b");

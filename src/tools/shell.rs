@@ -35,6 +35,38 @@ pub fn which(binary: &str) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
+/// [`which`] for many names at once: past a few dozen names, each `PATH` folder is listed once
+/// instead of probed once per name, so a manifest granting thousands of binaries costs one pass
+/// over `PATH`, not thousands. Same answers as [`which`], in the order given.
+pub fn which_all<'a>(binaries: impl ExactSizeIterator<Item = &'a str>) -> Vec<Option<PathBuf>> {
+    const PROBE_EACH_UP_TO: usize = 64;
+    if binaries.len() <= PROBE_EACH_UP_TO {
+        return binaries.map(which).collect();
+    }
+    let Some(path) = std::env::var_os("PATH") else {
+        return binaries.map(|_| None).collect();
+    };
+    // Every name on PATH, with the folders holding it in PATH order.
+    let mut held: std::collections::HashMap<std::ffi::OsString, Vec<PathBuf>> =
+        std::collections::HashMap::new();
+    for dir in std::env::split_paths(&path) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            held.entry(e.file_name()).or_default().push(dir.clone());
+        }
+    }
+    binaries
+        .map(|b| {
+            held.get(std::ffi::OsStr::new(b))?
+                .iter()
+                .map(|dir| dir.join(b))
+                .find(|p| is_executable(p))
+        })
+        .collect()
+}
+
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p)
