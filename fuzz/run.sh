@@ -45,6 +45,10 @@ seed() {
 
 run() {
   local t="$1" art="$here/artifacts/$1/" log="$here/artifacts/$1.log"
+  # Only this run's findings are counted: earlier ones move aside.
+  if [ -d "$art" ] && [ -n "$(ls -A "$art")" ]; then
+    mv "$art" "$here/artifacts/$t.$(date +%s).old"
+  fi
   mkdir -p "$art"
   "$bin/$t" "$here/corpus/$t" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=512 \
     -print_final_stats=1 -artifact_prefix="$art" >"$log" 2>&1 || true
