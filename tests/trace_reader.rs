@@ -49,3 +49,26 @@ fn a_trace_cut_anywhere_reads_up_to_the_cut() {
     }
     assert_eq!(last_turns, 6);
 }
+
+#[test]
+fn a_line_longer_than_the_cap_is_refused_before_it_is_held() {
+    use mur::trace::reader::MAX_LINE_BYTES;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("trace.jsonl");
+    let start = r#"{"event_type":"session_start","event_id":"evt_1","parent_id":null,"session_id":"ses_0193000000007000800000000000cccc","timestamp":1,"capsule_name":"big","capsule_version":"1"}"#;
+    // A second line of exactly the cap (with its newline) reads; one byte more is refused.
+    let line = |len: u64| {
+        let head = r#"{"event_type":"note","event_id":"evt_2","x":""#;
+        let pad = len as usize - head.len() - 3;
+        format!("{head}{}\"}}\n", "a".repeat(pad))
+    };
+    std::fs::write(&path, format!("{start}\n{}", line(MAX_LINE_BYTES))).unwrap();
+    assert!(load(&path, Detail::Full).is_ok());
+    std::fs::write(&path, format!("{start}\n{}", line(MAX_LINE_BYTES + 1))).unwrap();
+    let err = load(&path, Detail::Full).unwrap_err();
+    assert_eq!(err.code, "E-TRC-001");
+    assert_eq!(
+        err.message,
+        format!("{}:2: line is longer than 16 MiB", path.display())
+    );
+}

@@ -13,6 +13,11 @@ use crate::diagnostic::Diagnostic;
 
 use super::event::Event;
 
+/// The longest line a trace may hold. The writer's longest lines carry one model reply's tool
+/// input (replies are capped at 64 MiB, and real ones are well under 1 MiB); a longer line is
+/// damage, refused before it is held in memory.
+pub const MAX_LINE_BYTES: u64 = 16 << 20;
+
 /// Iterator over the events of one trace file, one line at a time.
 pub struct TraceReader<R = File> {
     path: PathBuf,
@@ -70,8 +75,16 @@ impl<R: Read> TraceReader<R> {
 
     fn read_line(&mut self) -> Result<bool, Diagnostic> {
         self.buf.clear();
-        match self.input.read_until(b'\n', &mut self.buf) {
+        match (&mut self.input)
+            .take(MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut self.buf)
+        {
             Ok(0) => Ok(false),
+            Ok(n) if n as u64 > MAX_LINE_BYTES => {
+                self.line_no += 1;
+                self.done = true;
+                Err(self.corrupt(format!("line is longer than {} MiB", MAX_LINE_BYTES >> 20)))
+            }
             Ok(_) => {
                 self.line_no += 1;
                 Ok(true)
