@@ -314,6 +314,19 @@ mod tests {
     }
 
     #[test]
+    fn a_held_tool_no_route_can_run_is_not_declared_not_a_binary() {
+        // A runtime-kind tool under a name the runtime does not answer: no executor takes it.
+        let mut f = fixture(shell_grants());
+        f.table
+            .tools
+            .insert("mystery".into(), decl("mystery", ToolKind::Runtime));
+        assert_eq!(
+            route(&f.table, "mystery"),
+            "refuse: tool 'mystery' is not declared in manifest allowlist"
+        );
+    }
+
+    #[test]
     fn a_granted_binary_never_shadows_a_held_native_tool_or_a_runtime_tool() {
         let mut g = shell_grants();
         g.shell_allow
