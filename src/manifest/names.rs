@@ -376,6 +376,16 @@ mod tests {
     }
 
     #[test]
+    fn a_name_error_displays_as_its_sentence_without_the_hint() {
+        let err = ArtifactName::parse("tool-x").unwrap_err();
+        assert!(err.hint.is_some());
+        assert_eq!(err.to_string(), err.message);
+        assert!(err
+            .to_string()
+            .starts_with("'tool-x' is not a full artifact name"));
+    }
+
+    #[test]
     fn pattern_prefixes_are_limited_to_100_characters() {
         let ok = format!("a/{}*", "x".repeat(100));
         assert_eq!(
