@@ -716,3 +716,61 @@ async fn a_second_pull_with_the_same_tool_name_is_refused() {
     );
     assert!(!lock_text(&e).unwrap().contains("ana/tool-edit"));
 }
+
+#[tokio::test]
+async fn a_removed_tool_frees_its_name_for_the_next_pull() {
+    let e = env();
+    let store = Store::project(&e.project);
+    put(
+        &store,
+        "ana",
+        &tool_zip("tool-edit", "1.0.0", "ana's edit"),
+        None,
+    );
+    let svc = service(
+        &e,
+        "    tool: [\"murmur/tool-*\", \"ana/tool-*\"]\n    from: [stores, sources]\n",
+    );
+    let PullOutcome::Pulled(_) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
+        panic!("not a pull")
+    };
+    let r = svc.remove(req(&e, "murmur/tool-edit")).await.unwrap();
+    assert_eq!(
+        r.result.to_string(),
+        r#"{"artifact":"murmur/tool-edit","removed":true}"#
+    );
+    // The name is free again: the other artifact of that tool name pulls.
+    let PullOutcome::Pulled(p) = svc.pull(req(&e, "ana/tool-edit@1.0.0")).await.unwrap() else {
+        panic!("not a pull")
+    };
+    assert_eq!(p.result["artifact"], "ana/tool-edit");
+    let lock = lock_text(&e).unwrap();
+    assert!(
+        lock.contains("ana/tool-edit") && !lock.contains("murmur/tool-edit"),
+        "{lock}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_this_session_pulled_is_removed_by_its_bare_name_though_another_session_pinned_it() {
+    let e = env();
+    // Another session pinned the same bytes first: this session's pull keeps that pin as it is.
+    let zip = tool_zip("tool-edit", "0.2.0", TOOL_EDIT_DESCRIPTION);
+    let other = format!("lock_version: 3\nartifacts:\n  - name: murmur/tool-edit\n    resolved_version: \"0.2.0\"\n    sha256:\n      any: \"{}\"\n    origin: runtime\n    session: ses_019ed2af76b57c42912b612f07dd0000\n    owner_id: 190196424\n", sha(&zip));
+    std::fs::write(e.project.join("murmur.lock"), &other).unwrap();
+    let svc = service(&e, SEED_GRANT);
+    let PullOutcome::Pulled(_) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
+        panic!("not a pull")
+    };
+    assert_eq!(lock_text(&e).as_deref(), Some(other.as_str()));
+    let r = svc.remove(req(&e, "tool-edit")).await.unwrap();
+    assert_eq!(
+        r.result.to_string(),
+        r#"{"artifact":"murmur/tool-edit","removed":true}"#
+    );
+    assert_eq!(
+        lock_text(&e).as_deref(),
+        Some("lock_version: 3\nartifacts: []\n")
+    );
+    assert!(!e.records.join("tools/tool-edit").exists());
+}
