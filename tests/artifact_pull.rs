@@ -774,3 +774,50 @@ async fn a_tool_this_session_pulled_is_removed_by_its_bare_name_though_another_s
     );
     assert!(!e.records.join("tools/tool-edit").exists());
 }
+
+#[tokio::test]
+async fn index_versions_that_do_not_fit_this_mur_are_named_and_never_fetched() {
+    let e = env();
+    let host = mur::artifact::version::host_platform();
+    let other = mur::artifact::version::SUPPORTED_PLATFORMS
+        .iter()
+        .find(|p| **p != host)
+        .unwrap();
+    let mut wasm = published_tool("tool-wasm", "1.0.0", "a component");
+    wasm.interfaces = vec!["murmur:tool/run@0.1.0".into()];
+    let mut far = published_tool("tool-far", "1.0.0", "elsewhere");
+    far.platform = Some(other.to_string());
+    e.fake
+        .publish(MURMUR_SCOPE_REPO, "murmur", "v0.28.0", &[wasm, far]);
+    let before = lock_text(&e);
+    let svc = service(&e, SEED_GRANT);
+    for (input, want) in [
+        ("murmur/tool-wasm@1.0.0", "does-not-fit: 'murmur/tool-wasm@1.0.0' is a WebAssembly component; this mur runs native tools and skills".to_string()),
+        ("murmur/tool-wasm", "does-not-fit: no version of 'murmur/tool-wasm' in the project store, the global store, github:murmur-nexus/default-artifacts fits this mur; the newest: 'murmur/tool-wasm@1.0.0' is a WebAssembly component; this mur runs native tools and skills".to_string()),
+        ("murmur/tool-far@1.0.0", format!("does-not-fit: 'murmur/tool-far@1.0.0' has no payload for {host}")),
+    ] {
+        assert_eq!(refused(&svc, req(&e, input)).await, want, "{input}");
+        assert_nothing_written(&e, &before);
+    }
+    assert!(
+        !e.fake
+            .requests()
+            .iter()
+            .any(|r| r.contains("tool-wasm-1.0.0") || r.contains("tool-far-1.0.0")),
+        "no payload was downloaded: {:?}",
+        e.fake.requests()
+    );
+}
+
+#[tokio::test]
+async fn a_tool_the_manifest_declares_can_be_pulled_again() {
+    let e = env();
+    let svc = service(&e, SEED_GRANT).with_declared(vec![(
+        ArtifactName::parse("murmur/tool-edit").unwrap(),
+        ArtifactRuntime::Tool,
+    )]);
+    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
+        panic!("not a pull")
+    };
+    assert_eq!(p.result["tool_name"], "tool-edit");
+}

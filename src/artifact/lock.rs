@@ -780,6 +780,7 @@ mod tests {
             ("    sha256:\n      any: ab\n      platforms: {linux-x86_64: cd}\n", "'murmur/tool-edit' pins both sha256.any and sha256.platforms (expected exactly one)"),
             ("    sha256:\n      any: ab\n    origin: operator\n    session: ses_1\n", "'murmur/tool-edit' has origin operator but names a session"),
             ("    sha256:\n      any: ab\n    origin: vendor\n", "'murmur/tool-edit' has unknown origin 'vendor' (expected operator or runtime)"),
+            ("    sha256:\n      platforms: {}\n", "'murmur/tool-edit' pins no hash (expected either sha256.any or sha256.platforms)"),
         ] {
             assert_eq!(
                 Lock::parse(&format!("{head}{body}")),
@@ -787,5 +788,21 @@ mod tests {
                 "{body}"
             );
         }
+    }
+
+    #[test]
+    fn unquoted_versions_read_as_the_text_they_show_and_remove_says_whether_it_did() {
+        let text = "lock_version: 3\nartifacts:\n  - name: murmur/tool-edit\n    resolved_version: 1.5\n    sha256:\n      any: ab\n  - name: murmur/tool-grep\n    resolved_version: 2\n    sha256:\n      platforms: {linux-x86_64: true}\n";
+        let mut lock = Lock::parse(text).unwrap();
+        assert_eq!(lock.entries[0].resolved_version, "1.5");
+        assert_eq!(lock.entries[1].resolved_version, "2");
+        assert_eq!(
+            lock.entries[1].sha256,
+            platforms(&[("linux-x86_64", "true")])
+        );
+        let edit = ArtifactName::parse("murmur/tool-edit").unwrap();
+        assert!(lock.remove(&edit));
+        assert!(!lock.remove(&edit));
+        assert_eq!(lock.entries.len(), 1);
     }
 }

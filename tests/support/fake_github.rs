@@ -283,7 +283,7 @@ impl FakeGithub {
                 None => format!("{}-{}.mur.zip", a.name, a.version),
             };
             let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&a.bytes));
-            let version = json!({"version": a.version, "release": tag, "built_at_level": 1, "interfaces": [],
+            let version = json!({"version": a.version, "release": tag, "built_at_level": 1, "interfaces": a.interfaces,
                 "assets": [{"file": file, "platform": a.platform, "sha256": sha}]});
             match by_name.iter_mut().find(|(n, _)| *n == a.name) {
                 Some((_, v)) => v["versions"].as_array_mut().unwrap().insert(0, version),
@@ -308,6 +308,8 @@ pub struct Published {
     pub runtime: String,
     pub description: String,
     pub platform: Option<String>,
+    /// The index's `interfaces` (a `murmur:` one marks a WebAssembly component).
+    pub interfaces: Vec<String>,
     pub bytes: Vec<u8>,
 }
 
@@ -362,6 +364,7 @@ pub fn published_tool(name: &str, version: &str, description: &str) -> Published
         runtime: "tool".into(),
         description: description.into(),
         platform: None,
+        interfaces: Vec::new(),
         bytes: tool_zip(name, version, description),
     }
 }
