@@ -13,7 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tree="${MUTANTS_TREE:-/tmp/mur-mutants}"
-out="$root/mutants.out"
+out="${MUTANTS_OUT:-$root/mutants.out}"
 
 # module | file | cargo-mutants arguments (the tests it runs)
 modules=(
