@@ -7,9 +7,10 @@
 # the tests that exercise it; the kernel's modules against the kernel crate's own tests. The
 # run happens in a clone of HEAD (MUTANTS_TREE, default /tmp/mur-mutants, kept between runs so
 # builds stay incremental), never in this work tree. Outcomes land in mutants.out/<module>/;
-# the summary prints caught / missed / timeout / unviable per module. Excluded mutants are in
-# .cargo/mutants.toml, each with its reason. CI does not run this: on 2 cores the whole set
-# takes about half an hour.
+# the summary prints caught / missed / timeout / unviable per module. MUTANTS_ARGS adds
+# cargo-mutants arguments: `MUTANTS_ARGS=--iterate` tests again only what was not caught.
+# Excluded mutants are in .cargo/mutants.toml, each with its reason. CI does not run this: on
+# 2 cores the whole set takes about an hour and a half (lock.rs and payload.rs half of it).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tree="${MUTANTS_TREE:-/tmp/mur-mutants}"
@@ -47,7 +48,7 @@ for m in "${modules[@]}"; do
   echo "== $name ($file)"
   # shellcheck disable=SC2086
   (cd "$tree" && cargo mutants --in-place --workspace --no-shuffle -f "$file" \
-      -o "$out/$name" $args) >"$out/$name.log" 2>&1 || true
+      -o "$out/$name" ${MUTANTS_ARGS:-} $args) >"$out/$name.log" 2>&1 || true
   tail -1 "$out/$name.log"
 done
 

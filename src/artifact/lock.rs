@@ -403,14 +403,10 @@ fn quote(s: &str) -> String {
             | '\u{202a}'..='\u{d7ff}'
             | '\u{e000}'..='\u{fefe}' => out.push(c),
             '\u{ff00}'..='\u{fffd}' | '\u{10000}'..='\u{10ffff}' => out.push(c),
-            c if (c as u32) <= 0xff => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if (c as u32) <= 0xffff => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
+            // What is left (C0 and C1 controls, DEL, the line and paragraph separators, the
+            // byte-order mark, U+FFFE and U+FFFF) is all within U+FFFF.
             c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
+                let _ = write!(out, "\\u{:04x}", c as u32);
             }
         }
     }
@@ -458,9 +454,9 @@ fn read_lock_at(path: &Path) -> Result<Lock, String> {
     }
 }
 
-/// Holds an exclusive `flock` on a folder until dropped.
+/// Holds an exclusive `flock` on a folder until dropped: closing the descriptor releases it.
 struct DirLock {
-    file: std::fs::File,
+    _file: std::fs::File,
 }
 
 impl DirLock {
@@ -470,21 +466,12 @@ impl DirLock {
             // SAFETY: flock on a descriptor we own; no memory is shared.
             let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
             if rc == 0 {
-                return Ok(DirLock { file });
+                return Ok(DirLock { _file: file });
             }
             let err = std::io::Error::last_os_error();
             if err.kind() != std::io::ErrorKind::Interrupted {
                 return Err(err);
             }
-        }
-    }
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        // SAFETY: as above; closing the file would release it anyway.
-        unsafe {
-            libc::flock(self.file.as_raw_fd(), libc::LOCK_UN);
         }
     }
 }
@@ -804,5 +791,35 @@ mod tests {
         assert!(lock.remove(&edit));
         assert!(!lock.remove(&edit));
         assert_eq!(lock.entries.len(), 1);
+    }
+
+    #[test]
+    fn a_lock_that_exists_but_cannot_be_read_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(LOCK_FILE)).unwrap();
+        let err = read_lock(dir.path()).unwrap_err();
+        assert_eq!(err.code, "E-RUN-003");
+        assert!(
+            err.message.contains(": cannot read it: "),
+            "{}",
+            err.message
+        );
+        let update = update_lock(dir.path(), |lock| {
+            lock.upsert(entry("murmur/tool-edit", Origin::Operator));
+            Ok(())
+        });
+        assert!(
+            matches!(update, Err(LockUpdateError::Invalid(_))),
+            "{update:?}"
+        );
+        assert!(
+            dir.path().join(LOCK_FILE).is_dir(),
+            "nothing was written over it"
+        );
+        // A missing lock is an empty one.
+        assert_eq!(
+            read_lock(&dir.path().join("none")).unwrap(),
+            Lock::default()
+        );
     }
 }
