@@ -156,9 +156,9 @@ impl Payload {
 
 /// Checks one entry name: relative, `/`-separated, no `..`, no empty or `.` components.
 fn safe_entry_name(name: &str) -> bool {
+    // An empty name and an absolute one fail the component rule below (an empty component).
     let drive_letter = name.len() >= 2 && name.as_bytes()[1] == b':';
-    let forbidden =
-        name.is_empty() || name.starts_with('/') || name.contains(['\\', '\0']) || drive_letter;
+    let forbidden = name.contains(['\\', '\0']) || drive_letter;
     !forbidden
         && name
             .trim_end_matches('/')
@@ -391,6 +391,36 @@ mod tests {
     }
 
     #[test]
+    fn each_kind_of_payload_names_its_packaging() {
+        let pack = |yaml: &str, extra: Vec<(String, Vec<u8>, bool)>| {
+            let mut entries = vec![("murmur.yaml".to_string(), yaml.as_bytes().to_vec(), false)];
+            entries.extend(extra);
+            unpack(&zip_entries(entries).unwrap(), "t.mur.zip").map(|p| p.manifest.packaging())
+        };
+        assert_eq!(
+            pack(
+                "name: t\nversion: 1.0.0\nruntime: tool\nimplementation: wasm\n",
+                vec![]
+            ),
+            Ok("wasm")
+        );
+        assert_eq!(
+            pack(
+                "name: t\nversion: 1.0.0\nruntime: tool\nimplementation: native\n",
+                vec![("bin/t".into(), b"#!/bin/sh\n".to_vec(), true)]
+            ),
+            Ok("native")
+        );
+        assert_eq!(
+            pack(
+                "name: t\nversion: 1.0.0\nruntime: skill\n",
+                vec![("skill.md".into(), b"# t\n".to_vec(), false)]
+            ),
+            Ok("static")
+        );
+    }
+
+    #[test]
     fn unpacking_makes_programs_executable_and_nothing_else() {
         use std::os::unix::fs::PermissionsExt;
         let z = zip_entries(vec![
@@ -424,7 +454,19 @@ mod tests {
 
     #[test]
     fn entry_names_that_escape_are_refused() {
-        for bad in ["../x", "/etc/x", "a/../../x", "a\\b", "C:/x", "./"] {
+        for bad in [
+            "../x",
+            "/etc/x",
+            "/",
+            "",
+            "a//b",
+            "a/./b",
+            "a/../../x",
+            "a\\b",
+            "a\0b",
+            "C:/x",
+            "./",
+        ] {
             assert!(!safe_entry_name(bad), "{bad}");
         }
         assert!(safe_entry_name("bin/t"));
