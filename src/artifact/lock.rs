@@ -822,4 +822,45 @@ mod tests {
             Lock::default()
         );
     }
+
+    #[test]
+    fn update_lock_writes_a_missing_lock_once_and_never_rewrites_an_unchanged_one() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        // No lock yet: even a change that changes nothing leaves one behind.
+        update_lock(dir.path(), |_| Ok(())).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "lock_version: 3\nartifacts: []\n"
+        );
+        // An unchanged lock is not written again (a write renames a new file into place).
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        update_lock(dir.path(), |_| Ok(())).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
+        // A change is written.
+        update_lock(dir.path(), |lock| {
+            lock.upsert(entry("murmur/tool-edit", Origin::Operator));
+            Ok(())
+        })
+        .unwrap();
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), inode);
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("murmur/tool-edit"));
+    }
+
+    #[test]
+    fn lock_update_errors_display_their_reason() {
+        let invalid = LockUpdateError::Invalid(invalid_lock(Path::new("/p/murmur.lock"), "bad"));
+        assert_eq!(
+            invalid.to_string(),
+            "invalid murmur.lock at /p/murmur.lock: bad"
+        );
+        assert_eq!(LockUpdateError::Refused("no".into()).to_string(), "no");
+        assert_eq!(
+            LockUpdateError::Write("disk full".into()).to_string(),
+            "failed to write murmur.lock: disk full"
+        );
+    }
 }
