@@ -687,8 +687,9 @@ async fn a_payload_naming_another_artifact_or_version_is_not_fetched() {
     assert_nothing_written(&e, &before);
 }
 
-#[tokio::test]
-async fn a_second_pull_with_the_same_tool_name_is_refused() {
+/// A session granted `murmur/tool-*` and `ana/tool-*` that has pulled `murmur/tool-edit`, with
+/// `ana/tool-edit@1.0.0` (the same tool name) in the project store.
+async fn murmur_tool_edit_pulled_beside_ana_s() -> (Env, PullService) {
     let e = env();
     let store = Store::project(&e.project);
     put(
@@ -704,6 +705,12 @@ async fn a_second_pull_with_the_same_tool_name_is_refused() {
     let PullOutcome::Pulled(_) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
         panic!("not a pull")
     };
+    (e, svc)
+}
+
+#[tokio::test]
+async fn a_second_pull_with_the_same_tool_name_is_refused() {
+    let (e, svc) = murmur_tool_edit_pulled_beside_ana_s().await;
     let after_first = lock_text(&e);
     assert_eq!(
         refused(&svc, req(&e, "ana/tool-edit@1.0.0")).await,
@@ -719,21 +726,7 @@ async fn a_second_pull_with_the_same_tool_name_is_refused() {
 
 #[tokio::test]
 async fn a_removed_tool_frees_its_name_for_the_next_pull() {
-    let e = env();
-    let store = Store::project(&e.project);
-    put(
-        &store,
-        "ana",
-        &tool_zip("tool-edit", "1.0.0", "ana's edit"),
-        None,
-    );
-    let svc = service(
-        &e,
-        "    tool: [\"murmur/tool-*\", \"ana/tool-*\"]\n    from: [stores, sources]\n",
-    );
-    let PullOutcome::Pulled(_) = svc.pull(req(&e, "murmur/tool-edit")).await.unwrap() else {
-        panic!("not a pull")
-    };
+    let (e, svc) = murmur_tool_edit_pulled_beside_ana_s().await;
     let r = svc.remove(req(&e, "murmur/tool-edit")).await.unwrap();
     assert_eq!(
         r.result.to_string(),

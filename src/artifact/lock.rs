@@ -401,8 +401,9 @@ fn quote(s: &str) -> String {
             ' '..='~'
             | '\u{a0}'..='\u{2027}'
             | '\u{202a}'..='\u{d7ff}'
-            | '\u{e000}'..='\u{fefe}' => out.push(c),
-            '\u{ff00}'..='\u{fffd}' | '\u{10000}'..='\u{10ffff}' => out.push(c),
+            | '\u{e000}'..='\u{fefe}'
+            | '\u{ff00}'..='\u{fffd}'
+            | '\u{10000}'..='\u{10ffff}' => out.push(c),
             // What is left (C0 and C1 controls, DEL, the line and paragraph separators, the
             // byte-order mark, U+FFFE and U+FFFF) is all within U+FFFF.
             c => {
