@@ -366,14 +366,13 @@ fn policy_gate(
         .hooks
         .iter()
         .filter(|h| h.commit_policy == "deny")
-        .map(|h| {
-            let all = h.bindings.is_empty();
-            PolicyHook {
-                name: h.name.clone(),
-                entrypoint: h.entrypoint.clone(),
-                on_tool_call: all || h.bindings.iter().any(|b| b == "on-tool-call"),
-                on_shell: all || h.bindings.iter().any(|b| b == "on-shell"),
-            }
+        // Staging refused every other hook (`ArtifactManifest::unsupported`), so each one
+        // here is a deny hook bound to calls.
+        .map(|h| PolicyHook {
+            name: h.name.clone(),
+            entrypoint: h.entrypoint.clone(),
+            on_tool_call: h.bindings.iter().any(|b| b == "on-tool-call"),
+            on_shell: h.bindings.iter().any(|b| b == "on-shell"),
         })
         .filter(|h| h.on_tool_call || h.on_shell)
         .collect();

@@ -119,7 +119,7 @@ pub async fn launch(
     stop(sup, sup_handle).await;
     let report =
         report.map_err(|_| Diagnostic::error("E-RUN-001", "the session ended without a report"))?;
-    println!("status:  {}", report.exit_status.as_str());
+    crate::outln!("status:  {}", report.exit_status.as_str());
     Ok(report)
 }
 

@@ -15,6 +15,7 @@ pub mod files;
 pub mod hostile;
 pub mod launch;
 pub mod manifest;
+pub mod output;
 pub mod peer;
 pub mod run;
 pub mod tools;

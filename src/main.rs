@@ -72,7 +72,7 @@ fn main() -> ExitCode {
         if tracing::dispatcher::has_been_set() {
             tracing::error!("a session crashed: {info}");
         } else {
-            eprintln!("mur: internal error: {info}");
+            mur::errln!("mur: internal error: {info}");
         }
     }));
     let cli = Cli::parse();
@@ -82,7 +82,7 @@ fn main() -> ExitCode {
             let rt = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,
                 Err(e) => {
-                    eprintln!("error[E-RUN-001]: cannot start the async runtime: {e}");
+                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
                     return ExitCode::from(1);
                 }
             };

@@ -101,7 +101,7 @@ pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diag
         return non_empty(text, &path.display().to_string());
     }
     if !task.contains(char::is_whitespace) && Path::new(task).extension().is_some() {
-        eprintln!(
+        crate::errln!(
             "{}",
             Diagnostic::warning(
                 "W-RUN-002",
@@ -127,9 +127,9 @@ fn non_empty(text: String, origin: &str) -> Result<String, Diagnostic> {
 }
 
 fn fail(diags: &[Diagnostic]) -> i32 {
-    println!("status:  failed");
+    crate::outln!("status:  failed");
     for d in diags {
-        eprintln!("{d}");
+        crate::errln!("{d}");
     }
     1
 }
@@ -142,7 +142,7 @@ pub async fn run(args: RunArgs) -> i32 {
         Err(diags) => return fail(&diags),
     };
     for w in &loaded.warnings {
-        eprintln!("{w}");
+        crate::errln!("{w}");
     }
     let task = match read_task(args.task.as_deref(), &loaded.dir) {
         Ok(t) => t,
@@ -181,7 +181,7 @@ pub async fn run(args: RunArgs) -> i32 {
     let spec = match capsule::session_spec(&loaded, task, place) {
         Ok((spec, warnings)) => {
             for w in &warnings {
-                eprintln!("{w}");
+                crate::errln!("{w}");
             }
             spec
         }
@@ -211,13 +211,13 @@ pub async fn run(args: RunArgs) -> i32 {
     match launch::launch(spec, &header, sup).await {
         Ok(report) => {
             if let Some(e) = &report.trace_error {
-                eprintln!("{}", Diagnostic::error("E-RUN-007", e.clone()));
+                crate::errln!("{}", Diagnostic::error("E-RUN-007", e.clone()));
                 return 1;
             }
             if report.exit_status == ExitStatus::Ok {
                 0
             } else {
-                eprintln!(
+                crate::errln!(
                     "{}",
                     Diagnostic::error(
                         "E-RUN-040",

@@ -58,6 +58,7 @@ fn mur(e: &Env, dir: &Path, args: &[&str]) -> Out {
         .current_dir(dir)
         .env("MURMUR_HOME", &e.home)
         .env("MUR_GITHUB_API", &e.fake.base)
+        .env_remove("MUR_GITHUB_API_BASE")
         .env_remove("GITHUB_TOKEN")
         .output()
         .unwrap();
@@ -651,4 +652,198 @@ fn other_bytes_at_the_pinned_version_are_refused_and_the_pin_stays() {
         format!("error[E-REG-005]: murmur.lock conflict for 'murmur/tool-edit': 'murmur/tool-edit' is pinned at sha256 {}, but {} was resolved\n  hint: for an intentional upgrade, remove the stale entry from murmur.lock and install again\n", "0".repeat(64), sha(&zip))
     );
     nothing_written(&e, &pinned);
+}
+
+/// The sidecar as the original Murmur's `murmur-artifact` 0.8.0 reads it (its field names and
+/// types, written here from its documented shape): `runtime` is one of three words, `name` a
+/// scoped name, `platforms` `[os, arch]` pairs. One sidecar it cannot read empties its listing.
+mod upstream_meta {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum RuntimeType {
+        Wasm,
+        Native,
+        Static,
+    }
+
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // read only to prove the shape parses
+    pub struct ArtifactMeta {
+        pub name: String,
+        pub version: String,
+        pub runtime: RuntimeType,
+        pub artifact_runtime: String,
+        #[serde(default)]
+        pub platforms: Vec<(String, String)>,
+        #[serde(default)]
+        pub description: Option<String>,
+        #[serde(default)]
+        pub tags: Vec<String>,
+        #[serde(default)]
+        pub owner_id: Option<u64>,
+        #[serde(default)]
+        pub built_at_level: Option<u64>,
+    }
+
+    #[derive(serde::Deserialize)]
+    pub struct IndexMetadata {
+        pub meta: ArtifactMeta,
+    }
+}
+
+#[test]
+fn every_sidecar_mur_files_is_one_the_original_murmur_reads() {
+    let e = env();
+    let cap = e.project.join("reviewer");
+    std::fs::create_dir_all(&cap).unwrap();
+    std::fs::write(cap.join("murmur.yaml"), "name: reviewer\nversion: 0.1.0\nartifacts:\n  - name: mur/driver-script\n    runtime: driver\n    config:\n      script: script.json\ninference:\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n").unwrap();
+    std::fs::write(cap.join("script.json"), "[]").unwrap();
+    let skill = e.project.join("style");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("murmur.yaml"),
+        "name: style\nversion: 1.0.0\nruntime: skill\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("skill.md"), "# Style\n").unwrap();
+    for dir in ["reviewer", "style"] {
+        let o = mur(&e, &e.project, &["build", dir]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    for file in ["./reviewer-0.1.0.mur.zip", "./style-1.0.0.mur.zip"] {
+        let o = mur(&e, &e.project, &["install", file]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    let o = mur(&e, &e.project, &["install", "murmur/tool-edit@0.2.0"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    let store = e.project.join(".murmur/artifacts");
+    let mut read = Vec::new();
+    for sidecar in walk(&store)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".meta.json"))
+    {
+        let m: upstream_meta::IndexMetadata =
+            serde_json::from_slice(&std::fs::read(&sidecar).unwrap()).unwrap_or_else(|err| {
+                panic!("the original cannot read {}: {err}", sidecar.display())
+            });
+        let m = m.meta;
+        assert!(m.name.contains('/'), "{}", m.name);
+        let packaging = match m.runtime {
+            upstream_meta::RuntimeType::Wasm => "wasm",
+            upstream_meta::RuntimeType::Native => "native",
+            upstream_meta::RuntimeType::Static => "static",
+        };
+        read.push(format!(
+            "{}@{} {packaging} {}",
+            m.name, m.version, m.artifact_runtime
+        ));
+    }
+    read.sort();
+    assert_eq!(
+        read,
+        [
+            "local/reviewer@0.1.0 wasm capsule",
+            "local/style@1.0.0 static skill",
+            "murmur/tool-edit@0.2.0 native tool"
+        ]
+    );
+    // And mur lists them all back, the capsule included.
+    let o = mur(&e, &e.project, &["list"]);
+    assert!(o.stdout.contains("local/reviewer"), "{}", o.stdout);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_original_murmurs_api_variable_points_mur_at_the_same_server() {
+    let e = env();
+    let o = Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["install", "murmur/tool-grep@1.0.0"])
+        .current_dir(&e.project)
+        .env("MURMUR_HOME", &e.home)
+        .env_remove("MUR_GITHUB_API")
+        .env("MUR_GITHUB_API_BASE", format!("{}/", e.fake.base))
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(lock(&e).contains("  - name: murmur/tool-grep\n"));
+    assert!(!e.fake.requests().is_empty(), "the fake was asked");
+}
+
+/// A release shaped like the real `murmur-nexus/default-artifacts` ones: `.mur.zip` assets
+/// beside a schema 1 `artifacts-index.json`.
+fn schema_1_release(e: &Env) {
+    e.fake.repo("Ana/tools", 4242);
+    e.fake.release(
+        "Ana/tools",
+        "v0.9.0",
+        vec![
+            (
+                "tool-fmt-1.0.0.mur.zip".into(),
+                tool_zip("tool-fmt", "1.0.0", "fmt"),
+            ),
+            (
+                "style-2.0.0.mur.zip".into(),
+                skill_zip("style", "2.0.0", "# Style\nterse"),
+            ),
+            (
+                "artifacts-index.json".into(),
+                br#"{"schema_version":"1","artifacts":[{"name":"tool-fmt","version":"1.0.0"}]}"#
+                    .to_vec(),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn a_release_carrying_a_schema_1_index_installs_its_assets() {
+    let e = env();
+    schema_1_release(&e);
+    let o = mur(&e, &e.project, &["install", "github:Ana/tools@v0.9.0"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "Installed ana/style@2.0.0 from github:Ana/tools\nInstalled ana/tool-fmt@1.0.0 from github:Ana/tools\n"
+    );
+    let l = lock(&e);
+    assert!(
+        l.contains("  - name: ana/style\n    resolved_version: \"2.0.0\"\n"),
+        "{l}"
+    );
+    assert!(
+        l.contains("  - name: ana/tool-fmt\n    resolved_version: \"1.0.0\"\n"),
+        "{l}"
+    );
+}
+
+#[test]
+fn a_name_install_against_a_schema_1_index_says_its_publisher_regenerates_it() {
+    let e = env();
+    schema_1_release(&e);
+    std::fs::write(
+        e.home.join("config.yaml"),
+        "registry:\n  sources:\n    - repo: Ana/tools\n",
+    )
+    .unwrap();
+    let o = mur(&e, &e.project, &["install", "ana/tool-fmt@1.0.0"]);
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stderr,
+        format!("error[E-IDX-002]: the index of github:Ana/tools (release v0.9.0) is a schema 1 index; this mur reads schema 2\n  hint: {}\n", mur::artifact::index::SCHEMA_1_HINT)
+    );
+    assert_eq!(lock(&e), "");
+    assert!(!e.project.join(".murmur/artifacts/ana").exists());
 }

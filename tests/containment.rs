@@ -669,23 +669,6 @@ fn bad_containment_declarations_are_refused_before_a_session_starts() {
     }
 }
 
-/// Pack and install a native tool (or hook) whose entrypoint is `script`.
-fn install_artifact(p: &Project, dir: &str, manifest: &str, bin: &str, script: &str) {
-    p.write(&format!("{dir}/murmur.yaml"), manifest);
-    let path = format!("{dir}/bin/{bin}");
-    p.write(&path, script);
-    std::fs::set_permissions(
-        p.path().join(&path),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let zip = format!("{dir}.mur.zip");
-    let out = p.mur(&["build", dir, "-o", &zip]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let out = p.mur(&["install", &format!("./{zip}")]);
-    assert!(out.status.success(), "{}", stderr(&out));
-}
-
 #[test]
 fn native_tools_plan_steps_and_hooks_are_contained_too() {
     let p = Project::new();

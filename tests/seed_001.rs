@@ -115,6 +115,34 @@ fn the_capsule_lists_pulls_uses_and_removes_the_edit_tool() {
         "{}",
         stdout(&show)
     );
+
+    // The edit tool reads both envelopes: the input as a JSON string (what both runtimes
+    // send) and as an object.
+    let bin = p.path().join("tool-edit/package/bin/tool-edit");
+    for (n, stdin) in [
+        r#"{"data":"{\"path\":\"a.txt\",\"edits\":[{\"old\":\"x\",\"new\":\"y\"}]}","log_path":null}"#,
+        r#"{"data":{"path":"a.txt","edits":[{"old":"y","new":"z"}]}}"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        std::fs::write(p.path().join("a.txt"), if n == 0 { "x" } else { "y" }).unwrap();
+        let mut child = Command::new(&bin)
+            .current_dir(p.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(reply["status"], "passed", "{stdin}: {reply}");
+        assert_eq!(
+            std::fs::read_to_string(p.path().join("a.txt")).unwrap(),
+            if n == 0 { "y" } else { "z" }
+        );
+    }
 }
 
 #[test]

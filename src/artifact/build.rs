@@ -218,18 +218,18 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>, bool)>) -> Resu
 pub fn run_build(dir: &Path, out: Option<&Path>) -> i32 {
     match build_to(dir, out) {
         Ok((path, built)) => {
-            println!(
+            crate::outln!(
                 "Built {}@{} ({}) → {}",
                 built.manifest.name(),
                 built.manifest.version(),
                 built.manifest.role(),
                 path.display()
             );
-            println!("sha256: {}", sha256_hex(&built.bytes));
+            crate::outln!("sha256: {}", sha256_hex(&built.bytes));
             0
         }
         Err(d) => {
-            eprintln!("{d}");
+            crate::errln!("{d}");
             1
         }
     }

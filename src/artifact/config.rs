@@ -13,7 +13,8 @@
 //!       token: "${GITHUB_TOKEN}"         # optional: ${VAR}, VAR, or a literal token
 //! ```
 //!
-//! The API base is, in order: `$MUR_GITHUB_API`, `registry.api_base`, `https://api.github.com`.
+//! The API base is, in order: `$MUR_GITHUB_API_BASE` (the original Murmur's name for it),
+//! `$MUR_GITHUB_API`, `registry.api_base`, `https://api.github.com`.
 //! The `murmur` scope is always served by `murmur-nexus/default-artifacts`, whose owner id is
 //! known in advance (190196424); a configured entry for that repo only lends it a token.
 
@@ -30,8 +31,17 @@ pub const MURMUR_SCOPE_REPO: &str = "murmur-nexus/default-artifacts";
 pub const MURMUR_OWNER_ID: u64 = 190196424;
 /// The public GitHub API.
 pub const DEFAULT_API_BASE: &str = "https://api.github.com";
-/// Environment variable overriding the API base.
-pub const API_ENV: &str = "MUR_GITHUB_API";
+/// Environment variables overriding the API base, in the order they are read: the original
+/// Murmur's name first, so a shell set up for it sends `mur` to the same server.
+pub const API_ENVS: [&str; 2] = ["MUR_GITHUB_API_BASE", "MUR_GITHUB_API"];
+
+/// The API base set in the environment, if any (the first non-empty of [`API_ENVS`]).
+pub fn api_base_from_env() -> Option<String> {
+    API_ENVS
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|s| !s.trim().is_empty())
+}
 /// Environment variable overriding the murmur home.
 pub const HOME_ENV: &str = "MURMUR_HOME";
 
@@ -89,9 +99,7 @@ pub struct SourcesConfig {
 impl Default for SourcesConfig {
     fn default() -> Self {
         SourcesConfig {
-            api_base: std::env::var(API_ENV)
-                .ok()
-                .filter(|s| !s.trim().is_empty())
+            api_base: api_base_from_env()
                 .unwrap_or_else(|| DEFAULT_API_BASE.to_string())
                 .trim_end_matches('/')
                 .to_string(),
@@ -172,10 +180,7 @@ impl SourcesConfig {
                 return Err(fail(format!("registry.{removed} is not a registry key; name sources with registry.sources: [{{repo, token}}]")));
             }
         }
-        if std::env::var(API_ENV)
-            .map(|v| v.trim().is_empty())
-            .unwrap_or(true)
-        {
+        if api_base_from_env().is_none() {
             match registry.get("api_base") {
                 None | Some(Value::Null) => {}
                 Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {

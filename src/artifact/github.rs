@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::config::Source;
-use super::index::{parse_index, Index, INDEX_ASSET};
+use super::index::{parse_index, Index, IndexError, INDEX_ASSET};
 
 /// How a source failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub enum SourceError {
     Unreachable(String),
     /// The bytes arrived short or do not match their digest.
     Integrity(String),
+    /// Its index is there but not one this mur reads: E-IDX-002.
+    Index(IndexError),
 }
 
 impl std::fmt::Display for SourceError {
@@ -34,6 +36,7 @@ impl std::fmt::Display for SourceError {
             SourceError::NotFound(s) | SourceError::Unreachable(s) | SourceError::Integrity(s) => {
                 f.write_str(s)
             }
+            SourceError::Index(e) => f.write_str(e.message()),
         }
     }
 }
@@ -270,7 +273,7 @@ impl GithubClient {
                 Ok(None) => break,
                 Err(e) => {
                     if show {
-                        eprintln!();
+                        crate::errln!();
                     }
                     return Err(SourceError::Integrity(format!(
                         "{label}: the download of {} broke off after {} bytes: {}",
@@ -282,7 +285,7 @@ impl GithubClient {
             }
         }
         if show {
-            eprintln!();
+            crate::errln!();
         }
         if asset.size > 0 && out.len() as u64 != asset.size {
             return Err(SourceError::Integrity(format!(
@@ -319,7 +322,8 @@ impl GithubClient {
                 ))
             })?;
         let bytes = self.download(src, asset).await?;
-        let index = parse_index(&bytes, &label).map_err(SourceError::Unreachable)?;
+        let index = parse_index(&bytes, &format!("{label} (release {})", rel.tag_name))
+            .map_err(SourceError::Index)?;
         if index.scope != src.scope {
             return Err(SourceError::Unreachable(format!(
                 "the index of {label} claims the scope '{}', but it serves '{}' [E-REG-009]",

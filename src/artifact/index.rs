@@ -118,23 +118,64 @@ impl Index {
     }
 }
 
-/// Parses index bytes; `label` names the source. Only schema 2 is read.
-pub fn parse_index(bytes: &[u8], label: &str) -> Result<Index, String> {
+/// Why an index cannot be read: E-IDX-002 wherever it is met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexError {
+    /// A schema 1 index (the format before per-asset digests), which this mur does not read.
+    Schema1(String),
+    /// Not JSON, another schema, or fields missing.
+    Unreadable(String),
+}
+
+impl IndexError {
+    /// The sentence.
+    pub fn message(&self) -> &str {
+        match self {
+            IndexError::Schema1(s) | IndexError::Unreadable(s) => s,
+        }
+    }
+
+    /// What the reader can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            IndexError::Schema1(_) => SCHEMA_1_HINT,
+            IndexError::Unreadable(_) => "its publisher regenerates it as a schema 2 index",
+        }
+    }
+}
+
+impl std::fmt::Display for IndexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+/// The hint on a schema 1 index (the original Murmur gives the same advice).
+pub const SCHEMA_1_HINT: &str = "a schema 1 artifact index is not read by this mur; its publisher regenerates it as schema 2 with `mur index <dir> --repo <owner>/<repo> --release <tag>` (the original Murmur's mur 0.8)";
+
+/// Parses index bytes; `label` names the source (and release). Only schema 2 is read.
+pub fn parse_index(bytes: &[u8], label: &str) -> Result<Index, IndexError> {
+    let unreadable = |s: String| IndexError::Unreadable(s);
     let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| format!("the index of {label} is not JSON: {e}"))?;
+        .map_err(|e| unreadable(format!("the index of {label} is not JSON: {e}")))?;
     match value.get("schema_version") {
         Some(v) if v.as_u64() == Some(2) => {}
         Some(v) if v.as_u64() == Some(1) || v.as_str() == Some("1") => {
-            return Err(format!(
+            return Err(IndexError::Schema1(format!(
                 "the index of {label} is a schema 1 index; this mur reads schema 2"
-            ))
+            )))
         }
         Some(v) => {
-            return Err(format!(
+            return Err(unreadable(format!(
                 "the index of {label} has unsupported schema_version {v} (expected 2)"
-            ))
+            )))
         }
-        None => return Err(format!("the index of {label} has no schema_version")),
+        None => {
+            return Err(unreadable(format!(
+                "the index of {label} has no schema_version"
+            )))
+        }
     }
-    serde_json::from_value(value).map_err(|e| format!("the index of {label} is malformed: {e}"))
+    serde_json::from_value(value)
+        .map_err(|e| unreadable(format!("the index of {label} is malformed: {e}")))
 }

@@ -59,7 +59,8 @@ fn reg006(e: SourceError) -> Diagnostic {
         SourceError::NotFound(s) => Diagnostic::error("E-REG-001", s),
         SourceError::Integrity(s) => Diagnostic::error("E-REG-002", s),
         SourceError::Unreachable(s) => Diagnostic::error("E-REG-006", s)
-            .with_hint("check the network, MUR_GITHUB_API / registry.api_base, and GITHUB_TOKEN"),
+            .with_hint("check the network, MUR_GITHUB_API_BASE / MUR_GITHUB_API / registry.api_base, and GITHUB_TOKEN"),
+        SourceError::Index(e) => Diagnostic::error("E-IDX-002", e.message()).with_hint(e.hint()),
     }
 }
 
@@ -150,7 +151,7 @@ impl Installer {
                     "E-REG-010",
                     format!("could not resolve {name}: {from} is owned by GitHub account id {owner}, but the murmur scope belongs to account id {expected}"),
                 )
-                .with_hint("MUR_GITHUB_API or registry.api_base points mur at a server that is not GitHub's"));
+                .with_hint("MUR_GITHUB_API_BASE, MUR_GITHUB_API or registry.api_base points mur at a server that is not GitHub's"));
             }
         }
         if let Some((recorded, entry)) = lock.owner_conflict(name.scope(), owner) {
@@ -232,7 +233,10 @@ impl Installer {
         let owner = client.owner_id(&src).await.map_err(reg006)?;
         Self::check_owner(&lock, Some(&src), name, owner, &label)?;
         let index = client.index(&src).await.map_err(|e| match e {
-            SourceError::NotFound(s) => Diagnostic::error("E-IDX-002", s),
+            SourceError::NotFound(s) => Diagnostic::error("E-IDX-002", s).with_hint(format!(
+                "its publisher makes one with `mur index <dir> --repo {} --release <tag>` and uploads {INDEX_ASSET} to that release",
+                src.repo
+            )),
             other => reg006(other),
         })?;
         let art = index.artifact(name.name()).ok_or_else(|| {
@@ -376,9 +380,9 @@ impl Installer {
                 }
             })?;
         }
-        println!("Installed {}@{version} from {}", r.name, r.from);
+        crate::outln!("Installed {}@{version} from {}", r.name, r.from);
         if let Some(ses) = adopted {
-            println!("Adopted {}@{version} as operator-declared (it was pulled at runtime by session {ses})", r.name);
+            crate::outln!("Adopted {}@{version} as operator-declared (it was pulled at runtime by session {ses})", r.name);
         }
         Ok(())
     }
@@ -451,8 +455,10 @@ impl Installer {
         let release = client.release(&src, Some(tag)).await.map_err(reg006)?;
         let digests = match release.assets.iter().find(|a| a.name == INDEX_ASSET) {
             Some(a) => {
+                // A release install takes the release's assets as they are; an index this mur
+                // cannot read (schema 1, as real releases carry) only adds no digests to check.
                 let b = client.download(&src, a).await.map_err(reg006)?;
-                Some(parse_index(&b, &label).map_err(|e| Diagnostic::error("E-IDX-002", e))?)
+                parse_index(&b, &format!("{label} (release {tag})")).ok()
             }
             None => None,
         };

@@ -41,7 +41,7 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error[E-IO-003]: cannot start the async runtime: {e}");
+            crate::errln!("error[E-IO-003]: cannot start the async runtime: {e}");
             return 1;
         }
     };
@@ -50,14 +50,14 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
         let parsed = match reference.map(parse_ref).transpose() {
             Ok(r) => r,
             Err(d) => {
-                eprintln!("{d}");
+                crate::errln!("{d}");
                 return 1;
             }
         };
         let mut inst = match Installer::new(&cwd, global) {
             Ok(i) => i,
             Err(d) => {
-                eprintln!("{d}");
+                crate::errln!("{d}");
                 return 1;
             }
         };
@@ -69,34 +69,34 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
             }
             None => {
                 if global {
-                    eprintln!("error[E-IO-003]: mur install -g needs an artifact reference");
+                    crate::errln!("error[E-IO-003]: mur install -g needs an artifact reference");
                     return 2;
                 }
                 return match install_declared(&mut inst).await {
                     Err(diags) => {
                         for d in diags.iter().filter(|d| d.is_error()) {
-                            eprintln!("{d}");
+                            crate::errln!("{d}");
                         }
                         1
                     }
                     Ok((0, f)) if f.is_empty() => {
-                        println!("No artifacts in manifest.");
+                        crate::outln!("No artifacts in manifest.");
                         0
                     }
                     Ok((n, f)) if f.is_empty() => {
-                        println!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
+                        crate::outln!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
                         0
                     }
                     Ok((n, f)) => {
-                        eprintln!(
+                        crate::errln!(
                             "{} of {} artifacts failed to install:",
                             f.len(),
                             n + f.len()
                         );
                         for (what, d) in f {
-                            eprintln!("  {what}:");
+                            crate::errln!("  {what}:");
                             for line in d.to_string().lines() {
-                                eprintln!("    {line}");
+                                crate::errln!("    {line}");
                             }
                         }
                         1
@@ -107,7 +107,7 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
         match result {
             Ok(()) => 0,
             Err(d) => {
-                eprintln!("{d}");
+                crate::errln!("{d}");
                 1
             }
         }

@@ -133,11 +133,11 @@ pub fn run_list(global: bool) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     match list_rows(&cwd, global) {
         Ok(rows) => {
-            print!("{}", format_rows(&rows));
+            crate::out!("{}", format_rows(&rows));
             0
         }
         Err(d) => {
-            eprintln!("{d}");
+            crate::errln!("{d}");
             1
         }
     }

@@ -91,13 +91,22 @@ impl PackedManifest {
         }
     }
 
-    /// The packaging word used in store sidecars: `native`, `wasm`, `static` or `capsule`.
+    /// The packaging word of store sidecars: `native`, `wasm` or `static`, the only three the
+    /// original Murmur reads there (one other word makes its whole store unreadable to it). A
+    /// capsule is filed as `wasm`, as the original files one; its role word says `capsule`.
     pub fn packaging(&self) -> &'static str {
         match self {
             PackedManifest::Artifact(m) if m.runtime == ArtifactRuntime::Skill => "static",
             PackedManifest::Artifact(m) if m.implementation == Implementation::Native => "native",
-            PackedManifest::Artifact(_) => "wasm",
+            PackedManifest::Artifact(_) | PackedManifest::Capsule(_) => "wasm",
+        }
+    }
+
+    /// What the payload is, for messages: the packaging word, or `capsule`.
+    pub fn kind(&self) -> &'static str {
+        match self {
             PackedManifest::Capsule(_) => "capsule",
+            _ => self.packaging(),
         }
     }
 
@@ -417,6 +426,25 @@ mod tests {
                 vec![("skill.md".into(), b"# t\n".to_vec(), false)]
             ),
             Ok("static")
+        );
+        // A capsule is filed as the original files one: packaging `wasm`, role `capsule`.
+        let capsule = unpack(
+            &zip_entries(vec![(
+                "murmur.yaml".into(),
+                b"name: c\nversion: \"1.0.0\"\n".to_vec(),
+                false,
+            )])
+            .unwrap(),
+            "c.mur.zip",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                capsule.manifest.packaging(),
+                capsule.manifest.kind(),
+                capsule.manifest.role()
+            ),
+            ("wasm", "capsule", "capsule")
         );
     }
 

@@ -54,7 +54,10 @@ pub fn reserved_sentence(name: &ArtifactName) -> String {
 
 /// Whether a store version fits this mur.
 pub(super) fn store_fit(name: &ArtifactName, v: &StoreVersion) -> Result<(), String> {
-    if v.meta.as_ref().is_some_and(|m| m.runtime == "wasm") {
+    if v.meta
+        .as_ref()
+        .is_some_and(|m| m.runtime == "wasm" && m.artifact_runtime != "capsule")
+    {
         return Err(wasm_reason(name, &v.version));
     }
     if !v.has_host_payload() {
@@ -122,7 +125,7 @@ pub(super) fn owner_refusal(
     if let Some(expected) = src.and_then(Source::expected_owner) {
         if expected != owner {
             return Err(format!(
-                "not-fetched: [E-REG-010] {name}@{version} ({from}) records GitHub account id {owner} as the owner of scope '{}', but the murmur scope belongs to account id {expected}; hint: check MUR_GITHUB_API and registry.api_base, which point mur at this server",
+                "not-fetched: [E-REG-010] {name}@{version} ({from}) records GitHub account id {owner} as the owner of scope '{}', but the murmur scope belongs to account id {expected}; hint: check MUR_GITHUB_API_BASE / MUR_GITHUB_API and registry.api_base, which point mur at this server",
                 name.scope()
             ));
         }
@@ -513,7 +516,7 @@ impl PullService {
                 name.name()
             ));
         }
-        let packaging = format!("{} payload", payload.manifest.packaging());
+        let packaging = format!("{} payload", payload.manifest.kind());
         check_tier(install, name, payload.manifest.role(), &packaging)?;
         if let PackedManifest::Artifact(m) = &payload.manifest {
             if m.runtime == ArtifactRuntime::Tool && m.implementation == Implementation::Wasm {

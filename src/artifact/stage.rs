@@ -20,7 +20,9 @@ use super::payload::{unpack, PackedManifest, Payload};
 use super::pull::reserved_sentence;
 use super::store::Store;
 use crate::diagnostic::Diagnostic;
-use crate::manifest::{is_reserved_tool_name, ArtifactName, ArtifactRuntime, LoadedManifest};
+use crate::manifest::{
+    is_reserved_tool_name, ArtifactDecl, ArtifactName, ArtifactRuntime, LoadedManifest,
+};
 
 /// A hook staged for the session.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,9 +31,9 @@ pub struct StagedHook {
     pub name: String,
     /// The staged program (`tools/<name>/bin/<name>`).
     pub entrypoint: PathBuf,
-    /// Events it is bound to (`on-tool-call`, …); empty = every event.
+    /// Events it is bound to (`on-tool-call`, `on-shell`).
     pub bindings: Vec<String>,
-    /// `none`, `deny`, `write-manifests`, `replace-context` or `reopen-task`.
+    /// Its `commit_policy` (`deny`: staging refuses the others).
     pub commit_policy: String,
 }
 
@@ -72,15 +74,14 @@ pub fn stage_payload(
     Ok(dest)
 }
 
-fn commit_policy_word(m: &crate::manifest::ArtifactManifest) -> &'static str {
-    use crate::manifest::CommitPolicy::*;
-    match m.commit_policy {
-        None => "none",
-        Deny => "deny",
-        WriteManifests => "write-manifests",
-        ReplaceContext => "replace-context",
-        ReopenTask => "reopen-task",
-    }
+/// A declared artifact found in a store, its bytes checked against the lock.
+type Resolved<'a> = (&'a ArtifactDecl, Payload, ToolOrigin);
+
+/// Checks, without staging anything, what [`stage_declared`] checks: every declared artifact
+/// is in a store at its version, matches its pin, and is one this runtime can run. `mur doctor`
+/// reports what this finds.
+pub fn check_declared(loaded: &LoadedManifest) -> Result<(), Diagnostic> {
+    resolve_declared(loaded).map(|_| ())
 }
 
 /// Stages every declared tool, skill and hook of `loaded` into `records_dir`.
@@ -88,6 +89,40 @@ pub fn stage_declared(
     loaded: &LoadedManifest,
     records_dir: &Path,
 ) -> Result<StagedArtifacts, Diagnostic> {
+    let resolved = resolve_declared(loaded)?;
+    let m = &loaded.manifest;
+    let deadline = m.capabilities.limits.deadline();
+    let mut out = StagedArtifacts::default();
+    for (a, payload, origin) in resolved {
+        let dir = stage_payload(records_dir, &a.name, &payload).map_err(|e| {
+            Diagnostic::error(
+                "E-IO-002",
+                format!(
+                    "cannot stage {} into {}: {e}",
+                    a.name,
+                    records_dir.join("tools").display()
+                ),
+            )
+        })?;
+        let PackedManifest::Artifact(am) = &payload.manifest else {
+            continue;
+        };
+        if a.runtime == ArtifactRuntime::Hook || am.runtime == ArtifactRuntime::Hook {
+            out.hooks.push(StagedHook {
+                name: a.name.to_string(),
+                entrypoint: dir.join(payload.native_entry()),
+                bindings: am.binding.iter().map(|b| b.as_str().to_string()).collect(),
+                commit_policy: am.commit_policy.as_str().to_string(),
+            });
+        } else if let Some(t) = tool_decl_for(&a.name, &payload, &dir, origin, deadline) {
+            out.tools.push(t);
+        }
+    }
+    Ok(out)
+}
+
+/// Finds every declared artifact in the stores and checks it; nothing is written.
+fn resolve_declared(loaded: &LoadedManifest) -> Result<Vec<Resolved<'_>>, Diagnostic> {
     let m = &loaded.manifest;
     for a in &m.artifacts {
         if is_reserved_tool_name(a.tool_name()) {
@@ -103,7 +138,7 @@ pub fn stage_declared(
         .filter(|a| a.runtime != ArtifactRuntime::Driver)
         .collect();
     if wanted.is_empty() {
-        return Ok(StagedArtifacts::default());
+        return Ok(Vec::new());
     }
     let project = &loaded.dir;
     let home = murmur_home()?;
@@ -222,6 +257,27 @@ pub fn stage_declared(
         };
         resolved.push((a, payload, origin));
     }
+    let unsupported: Vec<String> = resolved
+        .iter()
+        .filter_map(|(a, payload, _)| {
+            let why = match &payload.manifest {
+                PackedManifest::Artifact(am) => am.unsupported()?,
+                PackedManifest::Capsule(_) => "it packs a capsule, which is delegated to through capabilities.spawn.allow, not declared in artifacts:".to_string(),
+            };
+            Some(format!("{}@{} ({}): {why}", a.name, a.version, payload.manifest.role()))
+        })
+        .collect();
+    if !unsupported.is_empty() {
+        return Err(Diagnostic::error(
+            "E-RUN-061",
+            format!(
+                "murmur.yaml declares {} this mur cannot run, and a declared artifact is never skipped: {}",
+                if unsupported.len() == 1 { "an artifact" } else { "artifacts" },
+                unsupported.join("; ")
+            ),
+        )
+        .with_hint("remove the entry from artifacts:, or replace it with a native build of the same artifact"));
+    }
     if !missing.is_empty() {
         return Err(Diagnostic::error(
             "E-RUN-008",
@@ -229,35 +285,7 @@ pub fn stage_declared(
         )
         .with_hint("run `mur install` to install all manifest dependencies"));
     }
-
-    let deadline = m.capabilities.limits.deadline();
-    let mut out = StagedArtifacts::default();
-    for (a, payload, origin) in resolved {
-        let dir = stage_payload(records_dir, &a.name, &payload).map_err(|e| {
-            Diagnostic::error(
-                "E-IO-002",
-                format!(
-                    "cannot stage {} into {}: {e}",
-                    a.name,
-                    records_dir.join("tools").display()
-                ),
-            )
-        })?;
-        let PackedManifest::Artifact(am) = &payload.manifest else {
-            continue;
-        };
-        if a.runtime == ArtifactRuntime::Hook || am.runtime == ArtifactRuntime::Hook {
-            out.hooks.push(StagedHook {
-                name: a.name.to_string(),
-                entrypoint: dir.join(payload.native_entry()),
-                bindings: am.binding.iter().map(|b| b.as_str().to_string()).collect(),
-                commit_policy: commit_policy_word(am).to_string(),
-            });
-        } else if let Some(t) = tool_decl_for(&a.name, &payload, &dir, origin, deadline) {
-            out.tools.push(t);
-        }
-    }
-    Ok(out)
+    Ok(resolved)
 }
 
 type CapsuleKey = (PathBuf, String, String);

@@ -41,7 +41,7 @@ pub struct Meta {
     pub name: String,
     /// Version.
     pub version: String,
-    /// Packaging: `native`, `wasm`, `static` or `capsule`.
+    /// Packaging: `native`, `wasm` or `static` (capsules are `wasm`; older mur wrote `capsule`).
     pub runtime: String,
     /// Role: `tool`, `skill`, `hook`, `driver` or `capsule`.
     pub artifact_runtime: String,

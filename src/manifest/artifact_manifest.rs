@@ -129,16 +129,83 @@ pub enum CommitPolicy {
     ReplaceContext,
     /// May reopen a finished task.
     ReopenTask,
+    /// May seed the context at task start.
+    SeedContext,
+}
+
+impl CommitPolicy {
+    /// The manifest word, e.g. `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitPolicy::None => "none",
+            CommitPolicy::Deny => "deny",
+            CommitPolicy::WriteManifests => "write-manifests",
+            CommitPolicy::ReplaceContext => "replace-context",
+            CommitPolicy::ReopenTask => "reopen-task",
+            CommitPolicy::SeedContext => "seed-context",
+        }
+    }
 }
 
 impl ArtifactManifest {
-    /// True when this hook decides on `event` calls: blocking, `commit_policy: deny`, and bound
-    /// to the event (or to every event).
-    pub fn is_policy_hook_for(&self, event: HookEvent) -> bool {
-        self.runtime == ArtifactRuntime::Hook
-            && self.execution_mode == ExecutionMode::Blocking
-            && self.commit_policy == CommitPolicy::Deny
-            && (self.binding.is_empty() || self.binding.contains(&event))
+    /// Why this runtime cannot run the artifact as its manifest declares it, if it cannot.
+    ///
+    /// `mur` runs native tools, skills, and native policy hooks (blocking, `commit_policy:
+    /// deny`, bound to `on-tool-call` or `on-shell`); drivers are built in. Anything else
+    /// declared would be skipped, and a guard an operator declared must never be skipped
+    /// quietly: the launch refuses it instead (and `mur doctor` says so).
+    pub fn unsupported(&self) -> Option<String> {
+        const HOOKS: &str = "mur runs native hooks that are blocking, have commit_policy: deny, and are bound to on-tool-call or on-shell";
+        match self.runtime {
+            ArtifactRuntime::Skill => None,
+            ArtifactRuntime::Driver => Some(
+                "it packs a driver; mur runs only its built-in drivers (murmur/driver-anthropic, murmur/driver-openai, mur/driver-script)".into(),
+            ),
+            ArtifactRuntime::Tool | ArtifactRuntime::Hook
+                if self.implementation == Implementation::Wasm =>
+            {
+                Some(format!(
+                    "it is a WebAssembly {} (implementation: wasm); mur runs native tools and hooks (implementation: native)",
+                    self.runtime
+                ))
+            }
+            ArtifactRuntime::Tool => None,
+            ArtifactRuntime::Hook => {
+                if self.commit_policy != CommitPolicy::Deny {
+                    let bound = match self.binding.as_slice() {
+                        [] => String::new(),
+                        b => format!(
+                            " (binding {})",
+                            b.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                    };
+                    return Some(format!(
+                        "its commit_policy '{}'{bound} is not supported; {HOOKS}",
+                        self.commit_policy.as_str()
+                    ));
+                }
+                if self.execution_mode == ExecutionMode::Async {
+                    return Some(format!("execution_mode: async is not supported; {HOOKS}"));
+                }
+                if self.binding.is_empty() {
+                    return Some(format!(
+                        "it names no binding, and a deny hook must name the events it decides on; {HOOKS}"
+                    ));
+                }
+                let other: Vec<&str> = self
+                    .binding
+                    .iter()
+                    .filter(|e| !matches!(e, HookEvent::ToolCall | HookEvent::Shell))
+                    .map(|e| e.as_str())
+                    .collect();
+                (!other.is_empty()).then(|| {
+                    format!(
+                        "its binding {} is not supported with commit_policy: deny; {HOOKS}",
+                        other.join(", ")
+                    )
+                })
+            }
+        }
     }
 
     /// The synthetic manifest of a runtime-provided tool (shell binary, `delegate-task`, …).
@@ -194,13 +261,7 @@ impl ArtifactManifest {
                 ExecutionMode::Blocking => "blocking",
                 ExecutionMode::Async => "async",
             }),
-            commit_policy: hook.then_some(match self.commit_policy {
-                CommitPolicy::None => "none",
-                CommitPolicy::Deny => "deny",
-                CommitPolicy::WriteManifests => "write-manifests",
-                CommitPolicy::ReplaceContext => "replace-context",
-                CommitPolicy::ReopenTask => "reopen-task",
-            }),
+            commit_policy: hook.then_some(self.commit_policy.as_str()),
         };
         serde_norway::to_string(&out).unwrap_or_default()
     }
@@ -368,12 +429,14 @@ pub fn parse_artifact_manifest(
         "write-manifests",
         "replace-context",
         "reopen-task",
+        "seed-context",
     ];
     let commit_policy = match b.word(&mut ctx, "commit_policy", &policies).as_deref() {
         Some("deny") => CommitPolicy::Deny,
         Some("write-manifests") => CommitPolicy::WriteManifests,
         Some("replace-context") => CommitPolicy::ReplaceContext,
         Some("reopen-task") => CommitPolicy::ReopenTask,
+        Some("seed-context") => CommitPolicy::SeedContext,
         _ => CommitPolicy::None,
     };
     let is_hook = runtime == Some(ArtifactRuntime::Hook);
@@ -416,22 +479,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_policy_hook_is_blocking_deny_and_bound_to_the_event() {
-        let text = "name: no-rm\nversion: 1.0.0\nruntime: hook\nimplementation: native\n\
-                    binding: [on-tool-call]\nexecution_mode: blocking\ncommit_policy: deny\n";
-        let (m, w) = parse_artifact_manifest(text, "murmur.yaml").unwrap();
-        assert!(w.is_empty());
-        assert!(m.is_policy_hook_for(HookEvent::ToolCall));
-        assert!(!m.is_policy_hook_for(HookEvent::Shell));
-        let observer = text.replace("commit_policy: deny", "commit_policy: none");
-        let (m, _) = parse_artifact_manifest(&observer, "murmur.yaml").unwrap();
-        assert!(!m.is_policy_hook_for(HookEvent::ToolCall));
-        let unbound = "name: h\nversion: '1'\nruntime: hook\ncommit_policy: deny\n";
-        let (m, _) = parse_artifact_manifest(unbound, "murmur.yaml").unwrap();
-        assert!(
-            m.is_policy_hook_for(HookEvent::Shell),
-            "no binding = every event"
+    fn only_native_tools_skills_and_deny_hooks_on_calls_are_supported() {
+        let hook = "name: no-rm\nversion: 1.0.0\nruntime: hook\nimplementation: native\n\
+                    binding: [on-tool-call, on-shell]\nexecution_mode: blocking\ncommit_policy: deny\n";
+        let why = |text: &str| {
+            parse_artifact_manifest(text, "murmur.yaml")
+                .unwrap()
+                .0
+                .unsupported()
+        };
+        assert_eq!(why(hook), None);
+        assert_eq!(
+            why("name: t\nversion: '1'\nruntime: tool\nimplementation: native\n"),
+            None
         );
+        assert_eq!(why("name: s\nversion: '1'\nruntime: skill\n"), None);
+        let hooks = "mur runs native hooks that are blocking, have commit_policy: deny, and are bound to on-tool-call or on-shell";
+        // The real murmur-hook-regression-verifier: a WebAssembly hook that reopens the task.
+        assert_eq!(
+            why("name: hook-regression-verifier\nversion: 0.1.0\nruntime: hook\nbinding: [on-task-end]\ncommit_policy: reopen-task\n"),
+            Some("it is a WebAssembly hook (implementation: wasm); mur runs native tools and hooks (implementation: native)".into())
+        );
+        assert_eq!(
+            why(&hook
+                .replace("commit_policy: deny", "commit_policy: reopen-task")
+                .replace("[on-tool-call, on-shell]", "[on-task-end]")),
+            Some(format!(
+                "its commit_policy 'reopen-task' (binding on-task-end) is not supported; {hooks}"
+            ))
+        );
+        assert_eq!(
+            why(&hook.replace("commit_policy: deny", "commit_policy: none")),
+            Some(format!("its commit_policy 'none' (binding on-tool-call, on-shell) is not supported; {hooks}"))
+        );
+        assert_eq!(
+            why(&hook.replace("binding: [on-tool-call, on-shell]\n", "")),
+            Some(format!(
+                "it names no binding, and a deny hook must name the events it decides on; {hooks}"
+            ))
+        );
+        assert_eq!(
+            why(&hook.replace("[on-tool-call, on-shell]", "[on-tool-call, on-inference]")),
+            Some(format!(
+                "its binding on-inference is not supported with commit_policy: deny; {hooks}"
+            ))
+        );
+        assert_eq!(
+            why(&hook.replace("execution_mode: blocking", "execution_mode: async")),
+            Some(format!("execution_mode: async is not supported; {hooks}"))
+        );
+        assert_eq!(
+            why("name: t\nversion: '1'\nruntime: tool\n"),
+            Some("it is a WebAssembly tool (implementation: wasm); mur runs native tools and hooks (implementation: native)".into())
+        );
+        assert!(why("name: d\nversion: '1'\nruntime: driver\n")
+            .unwrap()
+            .starts_with("it packs a driver; "));
     }
 
     #[test]

@@ -107,9 +107,21 @@ pub fn run(path: Option<&Path>) -> i32 {
             loaded,
             decision,
         }) => {
+            // The declared artifacts, as `mur run` resolves them. One not installed yet is
+            // a note (the manifest is fine; `mur install` fetches it); one installed that
+            // this runtime cannot run, or that does not match its pin, is an error.
+            let missing = match crate::artifact::check_declared(&loaded) {
+                Ok(()) => None,
+                Err(d) if d.code == "E-RUN-008" => Some(d),
+                Err(d) => {
+                    crate::errln!("{d}");
+                    crate::errln!("{label}: 1 error; fix it and run mur doctor again");
+                    return 1;
+                }
+            };
             let warnings = &decision.warnings;
             for w in warnings {
-                eprintln!("{w}");
+                crate::errln!("{w}");
             }
             let m = &loaded.manifest;
             let verdict = match warnings.len() {
@@ -117,34 +129,37 @@ pub fn run(path: Option<&Path>) -> i32 {
                 1 => "ok, 1 warning".to_string(),
                 n => format!("ok, {n} warnings"),
             };
-            println!("{label}: {verdict} — {} v{}", m.name, m.version);
+            crate::outln!("{label}: {verdict} — {} v{}", m.name, m.version);
             let p = &decision.policy;
             let host = crate::contain::host::host();
-            println!(
+            crate::outln!(
                 "  containment: declared {}, achieved {} (this host can give {})",
                 p.declared.as_str(),
                 p.achieved.as_str(),
                 crate::contain::host_level(host).as_str()
             );
             for line in crate::contain::host_report(host) {
-                println!("    {line}");
+                crate::outln!("    {line}");
             }
             for problem in m.launch_problems() {
-                println!(
+                crate::outln!(
                     "  note: mur run will refuse this capsule: {}",
                     problem.message
                 );
+            }
+            if let Some(d) = missing {
+                crate::outln!("  note: mur run will refuse this capsule: {}", d.message);
             }
             0
         }
         Err(Failed { label, diagnostics }) => {
             for d in &diagnostics {
-                eprintln!("{d}");
+                crate::errln!("{d}");
             }
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             let noun = if errors == 1 { "error" } else { "errors" };
             let them = if errors == 1 { "it" } else { "them" };
-            eprintln!("{label}: {errors} {noun}; fix {them} and run mur doctor again");
+            crate::errln!("{label}: {errors} {noun}; fix {them} and run mur doctor again");
             1
         }
     }

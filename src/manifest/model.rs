@@ -131,6 +131,25 @@ impl Manifest {
                 .with_hint("name one of the built-in drivers in inference.driver.artifact"),
             );
         }
+        // A driver entry nothing uses would be skipped: say so rather than ignore it.
+        for a in &self.artifacts {
+            if a.runtime == ArtifactRuntime::Driver
+                && a.builtin_driver().is_none()
+                && a.name != inf.driver_artifact
+            {
+                out.push(
+                    Diagnostic::error(
+                        "E-RUN-006",
+                        format!(
+                            "artifacts: declares the driver '{}', which is not built into mur; mur runs {}",
+                            a.name,
+                            BuiltinDriver::NAMES.join(", ")
+                        ),
+                    )
+                    .with_hint("remove the entry, or name a built-in driver"),
+                );
+            }
+        }
         out
     }
 }

@@ -1,5 +1,8 @@
-//! Native tool artifacts: a program that reads `{"data": <input>}` on stdin and writes
-//! `{"status": "passed"|"failed", "summary": …, "data": …}` on stdout.
+//! Native tool artifacts: a program that reads `{"data": "<input as a JSON string>",
+//! "log_path": null}` on stdin (the original Murmur's envelope, so a tool written for it runs
+//! here unchanged) and writes `{"status": "passed"|"failed", "summary": …, "data": …}` on
+//! stdout. As the original does, a reply that is not that object is still read: empty stdout
+//! or plain text takes its status from the exit code. docs/tools.md is the full protocol.
 //!
 //! The program runs in the work folder with its own process group; past its deadline
 //! (`capabilities.limits.deadline_seconds`, default 600 s) the group is killed and the call fails.
@@ -38,7 +41,7 @@ impl ToolExecutor for NativeExecutor {
         else {
             return Err(format!("tool '{name}' is not a native tool"));
         };
-        let input = json!({ "data": request.input }).to_string();
+        let input = envelope(&request.input);
         let cmd = self
             .sandbox
             .command(
@@ -73,28 +76,68 @@ impl ToolExecutor for NativeExecutor {
                 super::capture::STREAM_CAP
             ));
         }
-        let reply: Reply = serde_json::from_slice(&answered.out.head).map_err(|e| {
-            format!(
-                "tool '{name}' did not answer with the tool protocol (exit code {}): {e}; stderr: {}",
-                answered.code,
-                mur_actors::session::truncate(answered.err.text().trim(), 500)
-            )
-        })?;
-        let text = match (reply.data, reply.summary) {
-            (Some(Value::String(s)), _) => s,
-            (Some(Value::Null) | None, Some(s)) => s,
-            (Some(v), _) => v.to_string(),
-            (None, None) => "tool returned no data".to_string(),
-        };
-        let status = match reply.status.as_str() {
-            "passed" => ExecStatus::Passed,
-            _ => ExecStatus::Failed,
-        };
+        let (status, text) = read_reply(name, &answered);
         Ok(ExecOutput {
             status,
             text,
             note: None,
             shell: None,
         })
+    }
+}
+
+/// What a native tool reads on stdin: the input as one JSON string under `data`, and no log
+/// file (`log_path` is always null here), on one line ending in a newline (so a line reader such
+/// as the shell's `read` sees a whole line).
+pub fn envelope(input: &Value) -> String {
+    let mut line = json!({ "data": input.to_string(), "log_path": Value::Null }).to_string();
+    line.push('\n');
+    line
+}
+
+/// The status and the text the model reads, from what the tool printed.
+fn read_reply(name: &str, answered: &super::process::Answered) -> (ExecStatus, String) {
+    let by_exit = if answered.code == 0 {
+        ExecStatus::Passed
+    } else {
+        ExecStatus::Failed
+    };
+    let out = &answered.out.head;
+    if out.iter().all(u8::is_ascii_whitespace) {
+        let err = answered.err.text();
+        let text = if err.trim().is_empty() {
+            format!("native tool '{name}' exited with code {}", answered.code)
+        } else {
+            mur_actors::session::truncate(err.trim(), 4000)
+        };
+        return (by_exit, text);
+    }
+    let Ok(reply) = serde_json::from_slice::<Reply>(out) else {
+        // Plain text (or JSON without a status): the text is the answer.
+        return (by_exit, answered.out.text());
+    };
+    let text = match (reply.data, reply.summary) {
+        (Some(Value::String(s)), _) => s,
+        (Some(Value::Null) | None, Some(s)) => s,
+        (Some(v), _) => v.to_string(),
+        (None, None) => "tool returned no data".to_string(),
+    };
+    let status = match reply.status.as_str() {
+        "passed" => ExecStatus::Passed,
+        _ => ExecStatus::Failed,
+    };
+    (status, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_envelope_is_the_original_murmurs() {
+        assert_eq!(
+            envelope(&json!({"path": "a.txt", "n": 1})),
+            r#"{"data":"{\"path\":\"a.txt\",\"n\":1}","log_path":null}"#.to_string() + "\n"
+        );
     }
 }

@@ -99,14 +99,14 @@ pub fn run(cmd: TraceCommand) -> i32 {
     match execute(cmd, &Style::for_stdout()) {
         Ok(out) => {
             for w in &out.warnings {
-                eprintln!("{w}");
+                crate::errln!("{w}");
             }
-            print!("{}", out.stdout);
+            crate::out!("{}", out.stdout);
             0
         }
         Err(diags) => {
             for d in diags {
-                eprintln!("{d}");
+                crate::errln!("{d}");
             }
             1
         }

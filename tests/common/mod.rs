@@ -187,3 +187,20 @@ pub fn scripted_manifest(name: &str, capabilities: &str) -> String {
         "name: {name}\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: script.yaml\n{capabilities}inference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n"
     )
 }
+
+/// Pack and install a native tool (or hook) whose entrypoint is `script`.
+pub fn install_artifact(p: &Project, dir: &str, manifest: &str, bin: &str, script: &str) {
+    p.write(&format!("{dir}/murmur.yaml"), manifest);
+    let path = format!("{dir}/bin/{bin}");
+    p.write(&path, script);
+    std::fs::set_permissions(
+        p.path().join(&path),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let zip = format!("{dir}.mur.zip");
+    let out = p.mur(&["build", dir, "-o", &zip]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = p.mur(&["install", &format!("./{zip}")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

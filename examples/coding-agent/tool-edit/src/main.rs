@@ -1,5 +1,7 @@
-//! `tool-edit`: a native tool for mur. Reads `{"data": {"path", "edits": [{"old", "new"}]}}` on
-//! stdin and answers `{"status", "summary", "data"}` on stdout.
+//! `tool-edit`: a native tool for mur. Reads `{"data": "<input as a JSON string>", "log_path": …}`
+//! on stdin (the envelope both runtimes send; a `data` that is already an object is read too)
+//! and answers `{"status", "summary", "data"}` on stdout. The input is
+//! `{"path", "edits": [{"old", "new"}]}`.
 //!
 //! Edits apply in order, each to the result of the one before; each `old` must match exactly
 //! once. All or nothing: if one fails, the file is unchanged and the error names its position,
@@ -14,8 +16,22 @@ fn fail(summary: String) -> Value {
     json!({"status": "failed", "summary": summary, "data": null})
 }
 
-fn run(input: &Value) -> Value {
-    let data = &input["data"];
+/// The tool input inside the envelope: `data` holds it as a JSON string (or, from older
+/// runtimes, as the object itself).
+fn input_of(envelope: &Value) -> Result<Value, String> {
+    match &envelope["data"] {
+        Value::String(s) => serde_json::from_str(s).map_err(|e| format!("data is not JSON: {e}")),
+        Value::Null => Err("stdin has no 'data'".into()),
+        v => Ok(v.clone()),
+    }
+}
+
+fn run(envelope: &Value) -> Value {
+    let data = match input_of(envelope) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let data = &data;
     let Some(path) = data["path"].as_str() else {
         return fail("input needs a 'path' string".into());
     };
