@@ -41,11 +41,18 @@ enum Command {
         #[arg(short = 'g', long = "global")]
         global: bool,
     },
-    /// List installed artifacts with version, runtime, store, origin and trust.
+    /// List installed artifacts with version, runtime, platforms, store, origin and trust.
     List {
         /// Only the global store.
-        #[arg(short = 'g', long = "global")]
+        #[arg(short = 'g', long = "global", conflicts_with = "all")]
         global: bool,
+        /// The project store and the global store (what `mur list` shows in a project; the
+        /// original Murmur's flag for it).
+        #[arg(long)]
+        all: bool,
+        /// Print the rows as a JSON array.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -94,7 +101,7 @@ fn main() -> ExitCode {
         Command::Install { reference, global } => {
             mur::artifact::install_cmd::run_install(reference.as_deref(), global)
         }
-        Command::List { global } => mur::artifact::list::run_list(global),
+        Command::List { global, json, .. } => mur::artifact::list::run_list(global, json),
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

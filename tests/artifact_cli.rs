@@ -206,11 +206,22 @@ fn install_from_a_github_release_and_from_a_file() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(
         o.stdout,
-        "NAME              VERSION  RUNTIME  STORE    ORIGIN    TRUST\n\
-         ana/style         2.0.0    skill    project  operator  trusted\n\
-         ana/tool-fmt      1.0.0    tool     project  operator  trusted\n\
-         local/tool-count  0.3.0    tool     project  operator  trusted\n"
+        "NAME              VERSION  RUNTIME  PLATFORMS  STORE    ORIGIN    TRUST\n\
+         ana/style         2.0.0    skill    —          project  operator  trusted\n\
+         ana/tool-fmt      1.0.0    tool     —          project  operator  trusted\n\
+         local/tool-count  0.3.0    tool     —          project  operator  trusted\n"
     );
+    // The original's flag gives the same rows; --json gives them as data.
+    assert_eq!(mur(&e, &e.project, &["list", "--all"]).stdout, o.stdout);
+    let o = mur(&e, &e.project, &["list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        rows[1],
+        serde_json::json!({"name": "ana/tool-fmt", "version": "1.0.0", "runtime": "tool", "platforms": [], "store": "project", "origin": "operator", "trust": "trusted"})
+    );
+    assert_eq!(rows.as_array().unwrap().len(), 3);
+    let o = mur(&e, &e.project, &["list", "--all", "-g"]);
+    assert_eq!(o.code, 2, "--all and -g contradict each other");
 }
 
 #[test]
@@ -225,7 +236,7 @@ fn global_installs_write_no_lock_and_list_shows_them() {
     assert!(!e.project.join("murmur.lock").exists());
     assert!(!e.project.join(".murmur").exists());
     let o = mur(&e, &e.project, &["list", "-g"]);
-    assert_eq!(o.stdout, "NAME              VERSION  RUNTIME  STORE   ORIGIN    TRUST\nmurmur/tool-grep  1.0.0    tool     global  operator  trusted\n");
+    assert_eq!(o.stdout, "NAME              VERSION  RUNTIME  PLATFORMS  STORE   ORIGIN    TRUST\nmurmur/tool-grep  1.0.0    tool     —          global  operator  trusted\n");
     // A project install of it is answered by the global store and copied into the project.
     let o = mur(&e, &e.project, &["install", "murmur/tool-grep@1.0.0"]);
     assert_eq!(
@@ -256,7 +267,7 @@ fn install_adopts_a_runtime_pin_as_operator_and_says_so() {
     let runtime_pin = format!("lock_version: 3\nartifacts:\n  - name: murmur/tool-edit\n    resolved_version: \"0.2.0\"\n    sha256:\n      any: \"{}\"\n    origin: runtime\n    session: ses_019ed2af76b57c42912b612f07dd4d51\n    owner_id: 190196424\n", sha(&zip));
     std::fs::write(e.project.join("murmur.lock"), &runtime_pin).unwrap();
     let o = mur(&e, &e.project, &["list"]);
-    assert_eq!(o.stdout, "NAME              VERSION  RUNTIME  STORE  ORIGIN   TRUST\nmurmur/tool-edit  0.2.0    -        -      runtime  untrusted\n");
+    assert_eq!(o.stdout, "NAME              VERSION  RUNTIME  PLATFORMS  STORE  ORIGIN   TRUST\nmurmur/tool-edit  0.2.0    -        —          -      runtime  untrusted\n");
     let o = mur(&e, &e.project, &["install", "murmur/tool-edit@0.2.0"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(
@@ -273,7 +284,7 @@ fn install_adopts_a_runtime_pin_as_operator_and_says_so() {
     let o = mur(&e, &e.project, &["list"]);
     assert!(
         o.stdout
-            .contains("murmur/tool-edit  0.2.0    tool     project  operator  trusted"),
+            .contains("murmur/tool-edit  0.2.0    tool     —          project  operator  trusted"),
         "{}",
         o.stdout
     );
@@ -846,4 +857,59 @@ fn a_name_install_against_a_schema_1_index_says_its_publisher_regenerates_it() {
     );
     assert_eq!(lock(&e), "");
     assert!(!e.project.join(".murmur/artifacts/ana").exists());
+}
+
+#[test]
+fn a_built_in_driver_the_store_holds_is_pinned_as_the_original_pins_it() {
+    let e = env();
+    std::fs::write(
+        e.project.join("murmur.yaml"),
+        "name: both\nversion: \"0.1.0\"\nartifacts:\n  - name: murmur/driver-anthropic\n    version: \"0.19.0\"\n    runtime: driver\n    gateway:\n      endpoint: https://api.anthropic.com\n      api_key: ${ANTHROPIC_API_KEY}\n  - name: murmur/tool-grep\n    version: \"1.0.0\"\ninference:\n  transport: http\n  model: claude-sonnet-5\n  driver:\n    artifact: murmur/driver-anthropic\n",
+    )
+    .unwrap();
+    // Without a store copy, mur fetches nothing for it and pins nothing.
+    let o = mur(&e, &e.project, &["install"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!lock(&e).contains("driver-anthropic"), "{}", lock(&e));
+    assert!(
+        !e.fake.requests().iter().any(|r| r.contains("driver")),
+        "{:?}",
+        e.fake.requests()
+    );
+    // The original's `mur install` filed its WebAssembly driver in the global store.
+    let driver = mur::artifact::payload::zip_entries(vec![
+        (
+            "murmur.yaml".into(),
+            b"name: driver-anthropic\nversion: 0.19.0\nruntime: driver\n".to_vec(),
+            false,
+        ),
+        ("driver.wasm".into(), b"\0asm\x01\0\0\0".to_vec(), false),
+    ])
+    .unwrap();
+    let payload = mur::artifact::unpack(&driver, "driver").unwrap();
+    mur::artifact::Store::global(&e.home)
+        .put(
+            &mur::manifest::ArtifactName::parse("murmur/driver-anthropic").unwrap(),
+            &driver,
+            &payload,
+            None,
+            Some(190196424),
+        )
+        .unwrap();
+    let o = mur(&e, &e.project, &["install"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("Installed murmur/driver-anthropic@0.19.0 from global store\n"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        lock(&e).contains(&format!("  - name: murmur/driver-anthropic\n    resolved_version: \"0.19.0\"\n    sha256:\n      any: \"{}\"\n    origin: operator\n    owner_id: 190196424\n", sha(&driver))),
+        "{}",
+        lock(&e)
+    );
+    // mur keeps running its own built-in driver; the pin is there for the original.
+    let o = mur(&e, &e.project, &["doctor"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
 }

@@ -814,3 +814,69 @@ async fn a_tool_the_manifest_declares_can_be_pulled_again() {
     };
     assert_eq!(p.result["tool_name"], "tool-edit");
 }
+
+/// Files `bytes` in `store` under `scope/name@version` as someone else might have: the files
+/// written directly, with a sidecar that claims a fitting native tool.
+fn file_by_hand(store: &Store, scope: &str, name: &str, version: &str, bytes: &[u8]) {
+    let dir = store.root.join(scope).join(name).join(version);
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = format!("{name}-{version}");
+    std::fs::write(dir.join(format!("{stem}.mur.zip")), bytes).unwrap();
+    std::fs::write(dir.join(format!("{stem}.sha256")), sha(bytes)).unwrap();
+    std::fs::write(
+        dir.join(format!("{stem}.meta.json")),
+        format!(r#"{{"meta":{{"name":"{scope}/{name}","version":"{version}","runtime":"native","artifact_runtime":"tool","platforms":[],"tags":[]}}}}"#),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_listing_never_offers_a_store_entry_the_pull_would_refuse() {
+    let e = env();
+    let store = Store::project(&e.project);
+    put(
+        &store,
+        "murmur",
+        &tool_zip("tool-liar", "1.0.0", "honest"),
+        None,
+    );
+    // 2.0.0 packs another artifact's manifest; 3.0.0 another version's.
+    file_by_hand(
+        &store,
+        "murmur",
+        "tool-liar",
+        "2.0.0",
+        &tool_zip("tool-other", "2.0.0", "x"),
+    );
+    file_by_hand(
+        &store,
+        "murmur",
+        "tool-liar",
+        "3.0.0",
+        &tool_zip("tool-liar", "0.9.0", "x"),
+    );
+    let before = lock_text(&e);
+    let svc = service(&e, STORES_GRANT);
+    let PullOutcome::Listing(l) = svc.pull(req(&e, "murmur/tool-liar*")).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        l["matches"][0]["versions"],
+        serde_json::json!(["3.0.0", "2.0.0", "1.0.0"])
+    );
+    assert_eq!(l["matches"][0]["newest_fitting"], "1.0.0", "{l}");
+    // The pull agrees: with no version it takes 1.0.0; the others are refused by name.
+    assert_eq!(
+        refused(&svc, req(&e, "murmur/tool-liar@2.0.0")).await,
+        "not-fetched: murmur/tool-liar@2.0.0 (project store) packs 'tool-other@2.0.0' in its murmur.yaml, not tool-liar@2.0.0"
+    );
+    assert_eq!(
+        refused(&svc, req(&e, "murmur/tool-liar@3.0.0")).await,
+        "not-fetched: murmur/tool-liar@3.0.0 (project store) packs 'tool-liar@0.9.0' in its murmur.yaml, not tool-liar@3.0.0"
+    );
+    assert_nothing_written(&e, &before);
+    let PullOutcome::Pulled(p) = svc.pull(req(&e, "murmur/tool-liar")).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(p.result["version"], "1.0.0");
+}

@@ -128,3 +128,39 @@ fn a_tool_runs_what_the_capsule_grants_never_what_its_own_manifest_asks_for() {
     let with = run("bash, uname");
     assert_eq!(with, "ran: Linux\n");
 }
+
+#[test]
+fn a_call_to_a_removed_tool_gets_the_removal_sentence() {
+    let p = Project::new();
+    p.write("murmur.yaml", &scripted_manifest("probe", ""));
+    tool(&p, "tool-greet", "#!/bin/bash\nread -r _\necho hello\n");
+    std::fs::remove_file(p.path().join("murmur.lock")).unwrap();
+    p.write(
+        "murmur.yaml",
+        &scripted_manifest(
+            "probe",
+            "capabilities:\n  shell:\n    allow: [bash]\n  install:\n    tool: [\"local/tool-*\"]\n    from: [stores]\ntrace:\n  capture: content\n",
+        ),
+    );
+    p.write(
+        "script.yaml",
+        "turns:\n  - call: [{tool: pull-artifact, input: {artifact: local/tool-greet}}]\n  - call: [{tool: tool-greet, input: {}}]\n  - call: [{tool: remove-artifact, input: {artifact: local/tool-greet}}]\n  - call: [{tool: tool-greet, input: {}}]\n  - say: done\n",
+    );
+    let out = p.mur(&["run", "--task", "probe"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let t = trace(&p.sessions()[0].join("trace.jsonl"));
+    let calls: Vec<_> = t
+        .iter()
+        .filter(|l| l["event_type"] == "tool_call")
+        .collect();
+    assert_eq!(calls.len(), 4, "{calls:#?}");
+    // As the original writes them: the pull's artifact_pulled line, then its tool_call line.
+    let at = |ty: &str| t.iter().position(|l| l["event_type"] == ty).unwrap();
+    assert_eq!(at("artifact_pulled") + 1, at("tool_call"));
+    assert_eq!(unfenced(calls[1]["output"].as_str().unwrap()), "hello\n");
+    assert_eq!(calls[3]["status"], "error");
+    assert_eq!(
+        calls[3]["output"],
+        "tool 'tool-greet' was removed from this session; it can no longer be called"
+    );
+}

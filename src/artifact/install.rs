@@ -165,6 +165,13 @@ impl Installer {
     }
 
     /// Resolves `name[@version]`: target store, then the other store, then the scope's source.
+    /// True when the target store or the global store holds `name@version` (checked bytes).
+    pub fn holds(&self, name: &ArtifactName, version: &str) -> bool {
+        [self.target(), &self.global_store]
+            .iter()
+            .any(|s| matches!(s.get(name, version), Ok(Some(_))))
+    }
+
     async fn resolve(
         &mut self,
         name: &ArtifactName,
@@ -214,7 +221,7 @@ impl Installer {
             let mut best: Option<String> = None;
             for store in [self.target(), &self.global_store] {
                 for sv in store.versions(name) {
-                    if store_fit(name, &sv).is_ok()
+                    if store_fit(store, name, &sv).is_ok()
                         && best
                             .as_ref()
                             .is_none_or(|b| compare_versions(&sv.version, b).is_gt())

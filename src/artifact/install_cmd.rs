@@ -30,6 +30,20 @@ pub async fn install_declared(
             Err(d) => failed.push((format!("{}@{}", a.name, a.version), d)),
         }
     }
+    // The built-in drivers are never fetched: mur needs nothing of them. The original Murmur
+    // runs them from its store and refuses a lock that does not pin them, so when a store
+    // already holds the declared version (the original's `mur install` put it there), pin it
+    // as the original would; a repository both runtimes use then runs in both.
+    for a in loaded.manifest.artifacts.iter().filter(|a| {
+        a.source.is_none() && a.builtin_driver().is_some() && a.name.scope() == "murmur"
+    }) {
+        if inst.holds(&a.name, &a.version) {
+            match inst.install_name(&a.name, Some(&a.version)).await {
+                Ok(()) => ok += 1,
+                Err(d) => failed.push((format!("{}@{}", a.name, a.version), d)),
+            }
+        }
+    }
     Ok((ok, failed))
 }
 

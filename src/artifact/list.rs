@@ -1,5 +1,9 @@
-//! `mur list`: the artifacts installed for this project, with version, role, store, origin
-//! and trust.
+//! `mur list`: the artifacts installed for this project, with version, role, platforms, store,
+//! origin and trust.
+//!
+//! The columns start with the original Murmur's four (`NAME VERSION RUNTIME PLATFORMS`, a
+//! dash for a platform-independent payload); `--all` (project and global stores, the
+//! original's flag) is what `mur list` shows anyway; `--json` prints the rows as JSON.
 //!
 //! Rows come from the project store, the global store, and `murmur.lock` pins a runtime pull
 //! fetched from a source (those are held in no store). Origin and trust come from the pin: an
@@ -23,6 +27,8 @@ pub struct ListRow {
     pub version: String,
     /// `tool`, `skill`, `hook`, `driver`, `capsule`.
     pub runtime: String,
+    /// Platform tags of the payloads held (`linux-x86_64`); empty for an untagged one.
+    pub platforms: Vec<String>,
     /// `project`, `global`, or `-` (pinned, held in no store).
     pub store: String,
     /// `operator` or `runtime`.
@@ -61,6 +67,7 @@ pub fn list_rows(cwd: &Path, global: bool) -> Result<Vec<ListRow>, Diagnostic> {
                         .as_ref()
                         .map(|m| m.artifact_runtime.clone())
                         .unwrap_or_else(|| "?".into()),
+                    platforms: v.payloads.iter().flatten().cloned().collect(),
                     version: v.version,
                     store: label.to_string(),
                     origin: origin.as_str().into(),
@@ -78,6 +85,7 @@ pub fn list_rows(cwd: &Path, global: bool) -> Result<Vec<ListRow>, Diagnostic> {
                 name: e.name.to_string(),
                 version: e.resolved_version.clone(),
                 runtime: "-".into(),
+                platforms: Vec::new(),
                 store: "-".into(),
                 origin: e.origin.as_str().into(),
                 trust: e.origin.trust().into(),
@@ -92,14 +100,31 @@ pub fn format_rows(rows: &[ListRow]) -> String {
     if rows.is_empty() {
         return "No artifacts found.\n".into();
     }
-    let header = ["NAME", "VERSION", "RUNTIME", "STORE", "ORIGIN", "TRUST"];
-    let cells: Vec<[&str; 6]> = rows
+    let header = [
+        "NAME",
+        "VERSION",
+        "RUNTIME",
+        "PLATFORMS",
+        "STORE",
+        "ORIGIN",
+        "TRUST",
+    ];
+    let platforms: Vec<String> = rows
         .iter()
-        .map(|r| {
+        .map(|r| match r.platforms.as_slice() {
+            [] => "—".to_string(),
+            p => p.join(", "),
+        })
+        .collect();
+    let cells: Vec<[&str; 7]> = rows
+        .iter()
+        .zip(&platforms)
+        .map(|(r, p)| {
             [
                 r.name.as_str(),
                 &r.version,
                 &r.runtime,
+                p,
                 &r.store,
                 &r.origin,
                 &r.trust,
@@ -128,10 +153,31 @@ pub fn format_rows(rows: &[ListRow]) -> String {
     out
 }
 
-/// `mur list [-g]`: returns the exit code.
-pub fn run_list(global: bool) -> i32 {
+/// The rows as a JSON array of objects, one per row, with the columns as keys.
+pub fn rows_json(rows: &[ListRow]) -> serde_json::Value {
+    rows.iter()
+        .map(|r| {
+            serde_json::json!({
+                "name": r.name,
+                "version": r.version,
+                "runtime": r.runtime,
+                "platforms": r.platforms,
+                "store": r.store,
+                "origin": r.origin,
+                "trust": r.trust,
+            })
+        })
+        .collect()
+}
+
+/// `mur list [-g | --all] [--json]`: returns the exit code.
+pub fn run_list(global: bool, json: bool) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     match list_rows(&cwd, global) {
+        Ok(rows) if json => {
+            crate::outln!("{}", rows_json(&rows));
+            0
+        }
         Ok(rows) => {
             crate::out!("{}", format_rows(&rows));
             0

@@ -90,18 +90,23 @@ impl PullService {
         };
 
         let mut rows: BTreeMap<ArtifactName, Row> = BTreeMap::new();
-        for (i, store) in self.stores.iter().enumerate() {
-            let _ = i;
+        for store in &self.stores {
             for name in store.names() {
                 if !pattern.matches(&name) {
                     continue;
                 }
                 for v in store.versions(&name) {
-                    let role = v
-                        .meta
-                        .as_ref()
-                        .map(|m| m.artifact_runtime.clone())
-                        .unwrap_or_default();
+                    // The payload's own role when it can be read (what a pull checks), else
+                    // the sidecar's.
+                    let fit = store_fit(store, &name, &v);
+                    let role = match &fit {
+                        Ok(role) => role.to_string(),
+                        Err(_) => v
+                            .meta
+                            .as_ref()
+                            .map(|m| m.artifact_runtime.clone())
+                            .unwrap_or_default(),
+                    };
                     if !admitted(&name, &role) {
                         continue;
                     }
@@ -110,7 +115,7 @@ impl PullService {
                     if row.description.is_none() {
                         row.description = v.meta.as_ref().and_then(|m| m.description.clone());
                     }
-                    row.add(&v.version, store_fit(&name, &v).is_ok(), store.label());
+                    row.add(&v.version, fit.is_ok(), store.label());
                 }
             }
         }

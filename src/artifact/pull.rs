@@ -18,7 +18,7 @@ use super::lock::{read_lock, update_lock, Lock, LockEntry, LockUpdateError, Orig
 use super::payload::{unpack, PackedManifest, Payload};
 use super::service::PullService;
 use super::stage::stage_payload;
-use super::store::{StoreVersion, Stored};
+use super::store::{Store, StoreVersion, Stored};
 use super::version::compare_versions;
 use crate::manifest::names::{check_version, reserved_tool_names_list};
 use crate::manifest::{
@@ -52,8 +52,14 @@ pub fn reserved_sentence(name: &ArtifactName) -> String {
     )
 }
 
-/// Whether a store version fits this mur.
-pub(super) fn store_fit(name: &ArtifactName, v: &StoreVersion) -> Result<(), String> {
+/// Whether a store version fits this mur, judged as a pull judges it: the sidecar first, then
+/// the payload itself (its hash, its packed name and version, its packaging), so a listing
+/// never offers what the pull would refuse. `Ok` carries the payload's role word.
+pub(super) fn store_fit(
+    store: &Store,
+    name: &ArtifactName,
+    v: &StoreVersion,
+) -> Result<&'static str, String> {
     if v.meta
         .as_ref()
         .is_some_and(|m| m.runtime == "wasm" && m.artifact_runtime != "capsule")
@@ -63,7 +69,34 @@ pub(super) fn store_fit(name: &ArtifactName, v: &StoreVersion) -> Result<(), Str
     if !v.has_host_payload() {
         return Err(no_payload_reason(name, &v.version));
     }
-    Ok(())
+    let stored = store
+        .get(name, &v.version)?
+        .ok_or_else(|| no_payload_reason(name, &v.version))?;
+    let payload = unpack(
+        &stored.bytes,
+        &format!("{name}@{} ({})", v.version, store.label()),
+    )?;
+    if let Some(why) = packs_another(name, &v.version, store.label(), &payload) {
+        return Err(why);
+    }
+    if let PackedManifest::Artifact(m) = &payload.manifest {
+        if m.runtime == ArtifactRuntime::Tool && m.implementation == Implementation::Wasm {
+            return Err(wasm_reason(name, &v.version));
+        }
+    }
+    Ok(payload.manifest.role())
+}
+
+/// The refusal of a payload whose packed manifest names another artifact or version.
+fn packs_another(name: &ArtifactName, v: &str, from: &str, payload: &Payload) -> Option<String> {
+    (payload.manifest.name() != name.name() || payload.manifest.version() != v).then(|| {
+        format!(
+            "{name}@{v} ({from}) packs '{}@{}' in its murmur.yaml, not {}@{v}",
+            payload.manifest.name(),
+            payload.manifest.version(),
+            name.name()
+        )
+    })
 }
 
 fn wasm_reason(name: &ArtifactName, v: &str) -> String {
@@ -158,7 +191,7 @@ impl PullService {
                     Candidate {
                         version: v.version.clone(),
                         held: Held::Store(i),
-                        fit: store_fit(name, &v),
+                        fit: store_fit(store, name, &v).map(|_| ()),
                     },
                     v,
                 ));
@@ -508,13 +541,8 @@ impl PullService {
         };
         let payload = unpack(&bytes, &format!("{name}@{v} ({from})"))
             .map_err(|e| format!("not-fetched: {e}"))?;
-        if payload.manifest.name() != name.name() || payload.manifest.version() != v {
-            return Err(format!(
-                "not-fetched: {name}@{v} ({from}) packs '{}@{}' in its murmur.yaml, not {}@{v}",
-                payload.manifest.name(),
-                payload.manifest.version(),
-                name.name()
-            ));
+        if let Some(why) = packs_another(name, v, &from, &payload) {
+            return Err(format!("not-fetched: {why}"));
         }
         let packaging = format!("{} payload", payload.manifest.kind());
         check_tier(install, name, payload.manifest.role(), &packaging)?;

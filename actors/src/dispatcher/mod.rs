@@ -4,7 +4,9 @@
 //! and refused with a sentence naming the missing declaration when their grant is absent), then a
 //! native artifact, then a shell binary (re-checked against `capabilities.shell.allow` here, at
 //! dispatch, not only at staging), then a skill, then the refusal
-//! `tool '<name>' is not declared in manifest allowlist`. Successful results are fenced here, so
+//! `tool '<name>' is not declared in manifest allowlist` (or, for a tool `remove-artifact` took
+//! away, the original Murmur's `tool '<name>' was removed from this session; it can no longer
+//! be called`). Successful results are fenced here, so
 //! every path to the model goes through one fence.
 //!
 //! Calls run in a spawned task so the Dispatcher's mailbox stays free: a `CancelAll` aborts the
@@ -542,6 +544,7 @@ impl Actor for Dispatcher {
         };
         Ok(DispatcherState {
             table: Arc::new(ToolTable {
+                removed: Default::default(),
                 tools: args
                     .tools
                     .into_iter()
@@ -573,15 +576,19 @@ impl Actor for Dispatcher {
         match msg {
             DispatcherMsg::ToolsChanged { added, removed } => {
                 let mut tools = state.table.tools.clone();
+                let mut gone = state.table.removed.clone();
                 if let Some(name) = removed {
                     tools.remove(&name);
+                    gone.insert(name);
                 }
                 if let Some(t) = added {
+                    gone.remove(&t.name);
                     tools.insert(t.name.clone(), Arc::new(t));
                 }
                 // Copy on write: a plan still running keeps the table it started with.
                 state.table = Arc::new(ToolTable {
                     tools,
+                    removed: gone,
                     grants: state.table.grants.clone(),
                     executors: state.table.executors.clone(),
                     paths: state.table.paths.clone(),

@@ -6,6 +6,9 @@ use super::*;
 /// running plan, whose steps route through the same table.
 pub struct ToolTable {
     pub(super) tools: HashMap<String, Arc<ToolDecl>>,
+    /// Names removed from the session (`remove-artifact`) and not added back: a call to one
+    /// is answered with the original Murmur's removal sentence.
+    pub(super) removed: std::collections::HashSet<String>,
     pub(super) grants: Grants,
     pub(super) executors: Executors,
     pub(super) paths: SessionPaths,
@@ -73,6 +76,9 @@ impl ToolTable {
             }
             Some(t) if matches!(t.kind, ToolKind::Shell { .. }) => Route::Refuse(format!(
                 "binary '{name}' is not in capabilities.shell.allow"
+            )),
+            _ if self.removed.contains(name) => Route::Refuse(format!(
+                "tool '{name}' was removed from this session; it can no longer be called"
             )),
             _ => Route::Refuse(format!(
                 "tool '{name}' is not declared in manifest allowlist"
@@ -241,6 +247,7 @@ mod tests {
             decl("delegate-task", ToolKind::Runtime),
         ];
         let table = ToolTable {
+            removed: Default::default(),
             tools: tools.iter().map(|t| (t.name.clone(), t.clone())).collect(),
             grants,
             executors: Executors {
@@ -311,6 +318,20 @@ mod tests {
             route(t, "curl"),
             "refuse: tool 'curl' is not declared in manifest allowlist"
         );
+    }
+
+    #[test]
+    fn a_removed_tool_is_answered_with_the_removal_sentence() {
+        let mut f = fixture(shell_grants());
+        f.table.tools.remove("edit");
+        f.table.removed.insert("edit".into());
+        assert_eq!(
+            route(&f.table, "edit"),
+            "refuse: tool 'edit' was removed from this session; it can no longer be called"
+        );
+        // A removed name that is also a granted binary runs the binary.
+        f.table.removed.insert("cat".into());
+        assert_eq!(route(&f.table, "cat"), "shell cat ()");
     }
 
     #[test]

@@ -253,7 +253,7 @@ impl SessionState {
         }
     }
 
-    pub(super) fn on_tool_done(&mut self, myself: &ActorRef<SessionMsg>, d: Dispatched) {
+    pub(super) fn on_tool_done(&mut self, myself: &ActorRef<SessionMsg>, mut d: Dispatched) {
         if let Some(Effect::CallDenied(denied)) = &d.effect {
             // Nothing ran: no tool_call or shell line, only the refusal.
             self.emit(
@@ -323,6 +323,13 @@ impl SessionState {
                 .with("status", status)
                 .with_opt("error", error)
         };
+        // A pull's `artifact_pulled` line comes before its `tool_call` line, as upstream
+        // writes them.
+        if let Some(Effect::ToolsChanged(_)) = &d.effect {
+            if let Some(Effect::ToolsChanged(change)) = d.effect.take() {
+                self.tools_changed(*change);
+            }
+        }
         self.emit(ev);
         if let Some(sh) = shell {
             self.totals.shell_calls += 1;
@@ -383,8 +390,8 @@ impl SessionState {
                     .with("outcome", "refused")
                     .with("reason", reason),
             ),
-            Some(Effect::ToolsChanged(change)) => self.tools_changed(*change),
-            Some(Effect::CallDenied(_)) | None => {}
+            // Recorded before the tool_call line, above.
+            Some(Effect::ToolsChanged(_)) | Some(Effect::CallDenied(_)) | None => {}
         }
         let text = match result {
             CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
