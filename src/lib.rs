@@ -18,6 +18,7 @@ pub mod manifest;
 pub mod output;
 pub mod peer;
 pub mod run;
+pub mod tls;
 pub mod tools;
 pub mod trace;
 

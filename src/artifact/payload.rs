@@ -499,6 +499,20 @@ mod tests {
         }
         assert!(safe_entry_name("bin/t"));
         assert!(safe_entry_name("dir/"));
+        // Names the zip reader itself would let through are refused by unpack all the same.
+        for bad in ["a/./b", "a\\b", "C:x", "a//b"] {
+            let z = zip_entries(vec![
+                ("murmur.yaml".into(), tool_yaml(), false),
+                ("bin/t".into(), b"#!/bin/sh\n".to_vec(), true),
+                (bad.into(), b"x".to_vec(), false),
+            ])
+            .unwrap();
+            assert_eq!(
+                unpack(&z, "t.mur.zip").map(|_| ()),
+                Err(format!("t.mur.zip: entry '{bad}' would land outside the artifact (absolute or '..' path); refused")),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -545,6 +559,41 @@ mod tests {
             e,
             "t.mur.zip lists 3 entries but only 2 distinct names: an entry name appears twice; refused"
         );
+    }
+
+    #[test]
+    fn a_zip64_archive_is_counted_from_its_zip64_record() {
+        // A ZIP64 end record (forced here by a ZIP64 comment), with the classic record's counts
+        // set to 0xFFFF as a writer does past 65,535 entries: the count comes from the ZIP64
+        // record the locator points at.
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+        for (path, body) in [
+            ("murmur.yaml", tool_yaml()),
+            ("bin/t", b"#!/bin/sh\necho reviewed\n".to_vec()),
+            ("bin/u", b"#!/bin/sh\necho runs\n".to_vec()),
+        ] {
+            w.start_file(path, opts).unwrap();
+            w.write_all(&body).unwrap();
+        }
+        w.set_zip64_comment(Some("z64"));
+        let mut z = w.finish().unwrap().into_inner();
+        let eocd = z.len() - 22;
+        assert_eq!(z[eocd..eocd + 4], [0x50, 0x4b, 0x05, 0x06]);
+        z[eocd + 8..eocd + 12].copy_from_slice(&[0xff; 4]);
+        assert_eq!(central_directory_entries(&z), Some(3));
+        assert!(unpack(&z, "t.mur.zip").is_ok());
+        let twice = rename(z, b"bin/u", b"bin/t");
+        assert_eq!(central_directory_entries(&twice), Some(3));
+        assert_eq!(
+            unpack(&twice, "t.mur.zip").unwrap_err(),
+            "t.mur.zip lists 3 entries but only 2 distinct names: an entry name appears twice; refused"
+        );
+        // A classic record saying 0xFFFF with no locator before it counts nothing.
+        let mut bare = zip_entries(vec![("murmur.yaml".into(), tool_yaml(), false)]).unwrap();
+        let eocd = bare.len() - 22;
+        bare[eocd + 10..eocd + 12].copy_from_slice(&[0xff; 2]);
+        assert_eq!(central_directory_entries(&bare), None);
     }
 
     fn skill_yaml() -> Vec<u8> {

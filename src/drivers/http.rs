@@ -79,8 +79,7 @@ impl Transport {
                 .map_err(|_| format!("{}: invalid value for header {name}", cfg.artifact))?;
             headers.push((HeaderName::from_static(name), value));
         }
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        let client = crate::tls::client_builder(&endpoint)
             .connect_timeout(cfg.connect_timeout)
             .timeout(cfg.request_timeout)
             .redirect(reqwest::redirect::Policy::none())
