@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mur: run Murmur capsules on an actor runtime.
 #[derive(Debug, Parser)]
@@ -16,16 +16,26 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a capsule: start it as a tree of actors and print its status when it ends.
+    #[command(
+        after_help = "Examples:\n  mur run examples/hello --task \"Say hello\" -v\n  mur run . --task task.md --workdir .\n  echo \"Fix the failing test\" | mur run --task -"
+    )]
     Run(mur::run::RunArgs),
     /// Validate a murmur.yaml without running it and print every diagnostic.
+    #[command(after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml")]
     Doctor {
         /// The manifest (default ./murmur.yaml).
         manifest: Option<PathBuf>,
     },
     /// Read session traces.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  mur trace show\n  mur trace steps ses_01a2…\n  mur trace diff ses_A ses_B"
+    )]
     Trace(mur::trace::cli::TraceCommand),
     /// Pack a folder (murmur.yaml + payload) into a .mur.zip.
+    #[command(
+        after_help = "Examples:\n  mur build tool-edit/package\n  mur build tool-edit/package -o tool-edit-0.2.0.mur.zip"
+    )]
     Build {
         /// The folder to pack.
         dir: PathBuf,
@@ -34,6 +44,9 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Install artifacts into the project store (or -g the global store) and pin them.
+    #[command(
+        after_help = "Examples:\n  mur install\n  mur install murmur/tool-edit@0.2.0\n  mur install ./tool-edit-0.2.0.mur.zip\n  mur install github:murmur-nexus/default-artifacts@v0.25.0"
+    )]
     Install {
         /// scope/name[@version], github:owner/repo@tag, or ./file.mur.zip; none = all declared.
         reference: Option<String>,
@@ -42,6 +55,7 @@ enum Command {
         global: bool,
     },
     /// List installed artifacts with version, runtime, platforms, store, origin and trust.
+    #[command(after_help = "Examples:\n  mur list\n  mur list -g\n  mur list --json")]
     List {
         /// Only the global store.
         #[arg(short = 'g', long = "global", conflicts_with = "all")]
@@ -54,6 +68,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  mur completions bash > ~/.local/share/bash-completion/completions/mur\n  mur completions zsh > \"${fpath[1]}/_mur\"\n  mur completions fish > ~/.config/fish/completions/mur.fish"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    #[command(after_help = "Example:\n  mur man > ~/.local/share/man/man1/mur.1")]
+    Man,
 }
 
 /// Logs go to stderr: warnings by default, `-v` info, `-vv` debug; `RUST_LOG` overrides.
@@ -102,6 +127,25 @@ fn main() -> ExitCode {
             mur::artifact::install_cmd::run_install(reference.as_deref(), global)
         }
         Command::List { global, json, .. } => mur::artifact::list::run_list(global, json),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "mur", &mut out);
+            mur::out!("{}", String::from_utf8_lossy(&out));
+            0
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
+                Ok(()) => {
+                    mur::out!("{}", String::from_utf8_lossy(&out));
+                    0
+                }
+                Err(e) => {
+                    mur::errln!("error[E-IO-003]: cannot render the man page: {e}");
+                    1
+                }
+            }
+        }
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

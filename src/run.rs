@@ -20,7 +20,7 @@ pub struct RunArgs {
     /// The capsule's manifest (same as the positional argument).
     #[arg(long, value_name = "PATH", conflicts_with = "manifest_pos")]
     pub manifest: Option<PathBuf>,
-    /// The task: a file to read, or the task text itself.
+    /// The task: a file to read, `-` for stdin, or the task text itself.
     #[arg(long, value_name = "FILE_OR_TEXT")]
     pub task: Option<String>,
     /// The work folder; records then go to ~/.murmur/records/<D>/<session>/.
@@ -73,7 +73,23 @@ pub fn deepest_delegation(records: &Path) -> u32 {
     (PATH_MAX.saturating_sub(used) / CHILD_LEVEL_BYTES) as u32
 }
 
-/// Read the task: an existing file's contents, else the text itself.
+/// A `--task` value a user meant as a file: one word ending in `.md` or `.txt`, or a path (a
+/// `/` among only the characters of file names). Sent as text, a typo would become the model's
+/// whole task.
+fn looks_like_a_file(task: &str) -> bool {
+    let lower = task.to_ascii_lowercase();
+    let path_chars = task
+        .chars()
+        .all(|c| c.is_alphanumeric() || "._-/~+@".contains(c));
+    !task.contains(char::is_whitespace)
+        && (lower.ends_with(".md") || lower.ends_with(".txt") || (task.contains('/') && path_chars))
+}
+
+/// The exit code of a usage error (as clap gives for a bad argument).
+pub const USAGE_ERROR: i32 = 2;
+
+/// Read the task: `-` reads stdin, an existing file is read, a word that looks like a missing
+/// file is refused (E-RUN-062, a usage error), anything else is the task text itself.
 pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diagnostic> {
     let Some(task) = task else {
         let beside = manifest_dir.join("task.md");
@@ -90,6 +106,26 @@ pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diag
             ),
         };
     };
+    if task == "-" {
+        let mut text = String::new();
+        use std::io::Read;
+        std::io::stdin()
+            .take(crate::files::TEXT_CAP + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| {
+                Diagnostic::error("E-IO-003", format!("cannot read the task from stdin: {e}"))
+            })?;
+        if text.len() as u64 > crate::files::TEXT_CAP {
+            return Err(Diagnostic::error(
+                "E-IO-003",
+                format!(
+                    "the task on stdin is larger than {} bytes",
+                    crate::files::TEXT_CAP
+                ),
+            ));
+        }
+        return non_empty(text, "stdin");
+    }
     let path = Path::new(task);
     if path.is_file() {
         let text = crate::files::read_text(path, crate::files::TEXT_CAP).map_err(|e| {
@@ -100,17 +136,17 @@ pub fn read_task(task: Option<&str>, manifest_dir: &Path) -> Result<String, Diag
         })?;
         return non_empty(text, &path.display().to_string());
     }
-    if !task.contains(char::is_whitespace) && Path::new(task).extension().is_some() {
-        crate::errln!(
-            "{}",
-            Diagnostic::warning(
-                "W-RUN-002",
-                format!(
-                    "--task '{task}' is not a file here; sending it to the model as the task text"
-                )
-            )
-            .with_hint("pass an existing file, or the task itself as text")
-        );
+    if looks_like_a_file(task) {
+        return Err(Diagnostic::error(
+            "E-RUN-062",
+            format!("--task '{task}' looks like a file name, and there is no such file here"),
+        )
+        .with_hint(format!(
+            "check the path (it is read from {}), or pass the task text itself, or - to read it from stdin",
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| "this folder".into())
+        )));
     }
     non_empty(task.to_string(), "--task")
 }
@@ -146,6 +182,10 @@ pub async fn run(args: RunArgs) -> i32 {
     }
     let task = match read_task(args.task.as_deref(), &loaded.dir) {
         Ok(t) => t,
+        Err(d) if d.code == "E-RUN-062" => {
+            fail(&[d]);
+            return USAGE_ERROR;
+        }
         Err(d) => return fail(&[d]),
     };
     let workdir = match &args.workdir {

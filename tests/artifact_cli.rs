@@ -913,3 +913,36 @@ fn a_built_in_driver_the_store_holds_is_pinned_as_the_original_pins_it() {
     let o = mur(&e, &e.project, &["doctor"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+#[test]
+fn install_says_built_in_drivers_need_nothing_and_refuses_bad_references_offline() {
+    let e = env();
+    std::fs::write(
+        e.project.join("murmur.yaml"),
+        "name: a\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    runtime: driver\n    config:\n      script: s.json\n",
+    )
+    .unwrap();
+    let o = mur(&e, &e.project, &["install"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "Nothing to install: murmur.yaml declares only mur/driver-script built into mur, which needs no fetching.\n"
+    );
+    let o = mur(&e, &e.project, &["install", "murmur/share-file"]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.starts_with("error[E-CAP-013]: artifact 'murmur/share-file' has the tool name 'share-file', which collides with a tool the runtime provides itself"),
+        "{}",
+        o.stderr
+    );
+    let o = mur(&e, &e.project, &["install", "murmur/tool-edit@a/b"]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .starts_with("error[E-IO-003]: version of murmur/tool-edit: "),
+        "{}",
+        o.stderr
+    );
+    assert!(e.fake.requests().is_empty(), "{:?}", e.fake.requests());
+    assert_eq!(lock(&e), "");
+}

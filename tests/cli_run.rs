@@ -164,9 +164,37 @@ fn a_missing_script_file_and_an_empty_task_are_clear_errors() {
     );
 
     p.write("script.yaml", "turns:\n  - say: hi\n");
-    let out = p.mur(&["run", "--task", "tsk.md"]);
-    assert!(out.status.success());
-    assert!(stderr(&out).contains("warning[W-RUN-002]: --task 'tsk.md' is not a file here"));
+    // A typo of a task file is a usage error, not a task; nothing runs.
+    for typo in ["tsk.md", "notes/TASK.TXT", "./x"] {
+        let out = p.mur(&["run", "--task", typo]);
+        assert_eq!(out.status.code(), Some(2), "{typo}");
+        assert!(
+            stderr(&out).starts_with(&format!("error[E-RUN-062]: --task '{typo}' looks like a file name, and there is no such file here\n  hint: check the path")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!p.path().join("workdir").exists());
+    }
+    // `-` reads the task from stdin.
+    let mut child = p
+        .mur_cmd(&["run", "--task", "-", "-v"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Say hi from stdin")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = p.sessions().pop().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(s.join("task.md")).unwrap(),
+        "Say hi from stdin"
+    );
     std::fs::remove_dir_all(p.path().join("workdir")).unwrap();
     p.write("empty.md", "  \n");
     let out = p.mur(&["run", "--task", "empty.md"]);

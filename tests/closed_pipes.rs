@@ -101,6 +101,8 @@ fn no_subcommand_panics_on_a_closed_stdout_or_stderr() {
         (vec!["install", "./style.mur.zip"], 0),
         (vec!["list"], 0),
         (vec!["list", "-g"], 0),
+        (vec!["completions", "bash"], 0),
+        (vec!["man"], 0),
         (vec!["no-such-command"], 2),
     ];
     for (args, code) in &cases {

@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 MUR=${MUR:-mur}
+if ! command -v "$MUR" >/dev/null 2>&1; then
+  echo "$0: no '$MUR' to run: put mur on your PATH with 'cargo install --path .' at the repository root, or set MUR=/path/to/mur" >&2
+  exit 127
+fi
 for c in researcher writer critic proofreader; do
   "$MUR" build "capsules/$c" -o "$c-0.1.0.mur.zip"
   "$MUR" install "./$c-0.1.0.mur.zip"

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Run the handoff: the inbox first (it must be live to be addressed), then the outbox.
-# Usage: examples/peer-handoff/run.sh [path/to/mur]
+# Usage: examples/peer-handoff/run.sh [path/to/mur]   (default: $MUR, else mur on PATH)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-mur="${1:-mur}"
+mur="${1:-${MUR:-mur}}"
+if ! command -v "$mur" >/dev/null 2>&1; then
+  echo "$0: no '$mur' to run: put mur on your PATH with 'cargo install --path .' at the repository root, pass its path, or set MUR=/path/to/mur" >&2
+  exit 127
+fi
 work="$(mktemp -d)"
 mkdir -p "$work/inbox" "$work/outbox"
 # Each capsule reads and writes only its own work folder: the handle file and the "done" mark

@@ -9,10 +9,18 @@ use super::lock::read_lock;
 use crate::diagnostic::Diagnostic;
 use crate::manifest::MANIFEST_FILE;
 
-/// Installs everything `murmur.yaml` declares. Returns (installed, failures).
-pub async fn install_declared(
-    inst: &mut Installer,
-) -> Result<(usize, Vec<(String, Diagnostic)>), Vec<Diagnostic>> {
+/// What the no-argument `mur install` did.
+pub struct Declared {
+    /// How many artifacts were installed (or found installed) and pinned.
+    pub installed: usize,
+    /// Each one that failed, with why.
+    pub failed: Vec<(String, Diagnostic)>,
+    /// The built-in drivers declared (nothing to fetch for them).
+    pub built_in: Vec<String>,
+}
+
+/// Installs everything `murmur.yaml` declares.
+pub async fn install_declared(inst: &mut Installer) -> Result<Declared, Vec<Diagnostic>> {
     let Some(project) = inst.project.clone() else {
         return Err(vec![Diagnostic::error(
             "E-IO-001",
@@ -44,7 +52,18 @@ pub async fn install_declared(
             }
         }
     }
-    Ok((ok, failed))
+    let built_in = loaded
+        .manifest
+        .artifacts
+        .iter()
+        .filter(|a| a.builtin_driver().is_some())
+        .map(|a| a.name.to_string())
+        .collect();
+    Ok(Declared {
+        installed: ok,
+        failed,
+        built_in,
+    })
 }
 
 /// `mur install [REF] [-g]`: returns the exit code.
@@ -93,15 +112,31 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
                         }
                         1
                     }
-                    Ok((0, f)) if f.is_empty() => {
-                        crate::outln!("No artifacts in manifest.");
+                    Ok(d) if d.installed == 0 && d.failed.is_empty() => {
+                        if d.built_in.is_empty() {
+                            crate::outln!("No artifacts in manifest.");
+                        } else {
+                            crate::outln!(
+                                "Nothing to install: murmur.yaml declares only {} built into mur, which need{} no fetching.",
+                                d.built_in.join(", "),
+                                if d.built_in.len() == 1 { "s" } else { "" }
+                            );
+                        }
                         0
                     }
-                    Ok((n, f)) if f.is_empty() => {
+                    Ok(Declared {
+                        installed: n,
+                        failed: f,
+                        ..
+                    }) if f.is_empty() => {
                         crate::outln!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
                         0
                     }
-                    Ok((n, f)) => {
+                    Ok(Declared {
+                        installed: n,
+                        failed: f,
+                        ..
+                    }) => {
                         crate::errln!(
                             "{} of {} artifacts failed to install:",
                             f.len(),

@@ -94,5 +94,16 @@ pub fn parse_ref(text: &str) -> Result<InstallRef, Diagnostic> {
             None => d,
         }
     })?;
+    // Refused here, before any store or network is asked.
+    if crate::manifest::is_reserved_tool_name(name.tool_name()) {
+        return Err(
+            Diagnostic::error("E-CAP-013", super::pull::reserved_sentence(&name))
+                .with_hint("the runtime provides this tool itself; there is nothing to install"),
+        );
+    }
+    if let Some(v) = &version {
+        crate::manifest::names::check_version(v)
+            .map_err(|why| Diagnostic::error("E-IO-003", format!("version of {name}: {why}")))?;
+    }
     Ok(InstallRef::Name(name, version))
 }
