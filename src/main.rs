@@ -11,6 +11,16 @@ use clap::{CommandFactory, Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colour: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always,
+    /// never.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    color: mur::output::ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,11 +91,14 @@ enum Command {
     Man,
 }
 
-/// Logs go to stderr: warnings by default, `-v` info, `-vv` debug; `RUST_LOG` overrides.
+/// Logs go to stderr: warnings by default, `-v` mur's info, `-vv` mur's debug, `-vvv` every
+/// library's debug; `RUST_LOG` overrides. No ANSI codes unless `--color` allows them.
 fn init_logs(verbose: u8) {
+    // -v and -vv are mur's own events; -vvv adds every library's debug lines.
     let default = match verbose {
         0 => "warn",
-        1 => "info",
+        1 => "warn,mur=info,mur_actors=info",
+        2 => "warn,mur=debug,mur_actors=debug",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -93,6 +106,10 @@ fn init_logs(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(mur::output::color_stderr())
+        // A log line that cannot be written (stderr closed) is dropped; the default would
+        // report it with eprintln!, which panics on that same closed stderr.
+        .log_internal_errors(false)
         .with_target(false)
         .try_init();
 }
@@ -108,6 +125,7 @@ fn main() -> ExitCode {
         }
     }));
     let cli = Cli::parse();
+    mur::output::set_color(cli.color);
     let code = match cli.command {
         Command::Run(args) => {
             init_logs(args.verbose);

@@ -515,6 +515,7 @@ pub fn update_lock<T>(
     let out = change(&mut lock).map_err(LockUpdateError::Refused)?;
     if lock != before || !path.exists() {
         write_lock_atomic(&path, &lock).map_err(LockUpdateError::Write)?;
+        tracing::debug!("wrote {} ({} pins)", path.display(), lock.entries.len());
     }
     Ok(out)
 }

@@ -165,6 +165,11 @@ where
                 }
                 let delay_ms = retry_after_ms
                     .unwrap_or_else(|| backoff_ms(policy, retries_done, random_u64()));
+                tracing::info!(
+                    "model call attempt {n} failed ({message}); retrying in {delay_ms} ms ({} of {} retries)",
+                    n,
+                    policy.max_retries
+                );
                 sink.retrying(RetryNote {
                     attempt: n,
                     max_retries: policy.max_retries,

@@ -4,8 +4,6 @@
 //! `report` agree. Colour is on only when stdout is a terminal and `NO_COLOR` is unset, so
 //! piped output (and every test) is plain text.
 
-use std::io::IsTerminal;
-
 /// Display width of a section heading line (`── Title ───…`).
 pub const HEADING_WIDTH: usize = 49;
 
@@ -20,10 +18,10 @@ impl Style {
     /// Plain text.
     pub const PLAIN: Style = Style { color: false };
 
-    /// Colour when stdout is a terminal and `NO_COLOR` is not set.
+    /// Colour as `--color`, `NO_COLOR` and `CLICOLOR_FORCE` decide for stdout.
     pub fn for_stdout() -> Style {
         Style {
-            color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            color: crate::output::color_stdout(),
         }
     }
 

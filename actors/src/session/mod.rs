@@ -262,6 +262,7 @@ pub fn max_turns_text(max: u32) -> String {
 
 impl SessionState {
     pub(super) fn emit(&self, event: TraceEvent) {
+        log_event(&self.spec.session_id, &event);
         self.trace.append(event);
     }
 
@@ -453,6 +454,7 @@ impl Actor for Session {
                 spec.spawned_by.as_ref().map(|s| &s.delegation_id),
             );
         let session_event = start.event_id.clone();
+        log_event(&spec.session_id, &start);
         trace.append(start);
         let task_id = ids::mint("tsk_");
         let task = TraceEvent::new("task_start", Some(&session_event))
@@ -464,6 +466,7 @@ impl Actor for Session {
             .with("lane", "user")
             .with("message_parts_bytes", spec.task.len());
         let task_event = task.event_id.clone();
+        log_event(&spec.session_id, &task);
         trace.append(task);
         // A session holding no tool (a pure sub-agent) gets its dispatcher only if its model
         // calls a tool anyway (to be refused): one actor less per child until then.
@@ -751,4 +754,54 @@ fn capability_names(spec: &SessionSpec) -> Vec<&'static str> {
         out.push("peer");
     }
     out
+}
+
+/// One log line per trace line: lifecycle events (session, delegation, pull, plan) at info,
+/// refusals at warn, the rest (each model call, tool call, shell command) at debug. The fields
+/// are formatted only when the level is enabled, so a run without `-v` pays a level check.
+fn log_event(session: &str, event: &TraceEvent) {
+    use tracing::Level;
+    let level = match event.event_type {
+        "session_start" | "session_end" | "delegation_start" | "delegation" | "artifact_pulled"
+        | "artifact_removed" | "plan_start" | "plan_end" => Level::INFO,
+        "call_denied" => Level::WARN,
+        _ => Level::DEBUG,
+    };
+    let summary = || {
+        const KEYS: [&str; 17] = [
+            "capsule_name",
+            "turn",
+            "tool_name",
+            "binary",
+            "status",
+            "exit_status",
+            "outcome",
+            "capsule",
+            "name",
+            "version",
+            "exit_code",
+            "decision",
+            "attempts",
+            "duration_ms",
+            "error",
+            "reason",
+            "total_tokens",
+        ];
+        let mut out = String::new();
+        for k in KEYS {
+            match event.fields.get(k) {
+                None | Some(serde_json::Value::Null) => {}
+                Some(serde_json::Value::String(v)) => {
+                    out.push_str(&format!(" {k}={}", truncate(v, 200)))
+                }
+                Some(v) => out.push_str(&format!(" {k}={v}")),
+            }
+        }
+        out
+    };
+    match level {
+        Level::INFO => tracing::info!("{session} {}{}", event.event_type, summary()),
+        Level::WARN => tracing::warn!("{session} {}{}", event.event_type, summary()),
+        _ => tracing::debug!("{session} {}{}", event.event_type, summary()),
+    }
 }
