@@ -60,6 +60,21 @@ impl Diagnostic {
     }
 }
 
+impl Diagnostic {
+    /// The diagnostic as a JSON object (`severity`, `code`, `message`, `hint`), for `--json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "severity": match self.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+        })
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let word = match self.severity {

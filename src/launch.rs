@@ -18,6 +18,8 @@ use crate::diagnostic::Diagnostic;
 pub struct Header {
     /// Print the verbose lines.
     pub verbose: bool,
+    /// Print nothing on stdout (`--json` prints one object at the end instead).
+    pub quiet: bool,
     /// `<name> v<version>`.
     pub manifest: String,
     /// `<driver artifact> (<model>)`.
@@ -56,16 +58,17 @@ pub async fn launch(
             format!("cannot open the loopback listener on 127.0.0.1: {e}"),
         )
     })?;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "murmur: url localhost:{}", addr.port());
-    let _ = writeln!(out, "session: {}", spec.session_id);
-    if header.verbose {
-        let _ = writeln!(out, "workdir: {}", spec.paths.workdir.display());
-        let _ = writeln!(out, "manifest: {}", header.manifest);
-        let _ = writeln!(out, "driver: {}", header.driver);
+    if !header.quiet {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "murmur: url localhost:{}", addr.port());
+        let _ = writeln!(out, "session: {}", spec.session_id);
+        if header.verbose {
+            let _ = writeln!(out, "workdir: {}", spec.paths.workdir.display());
+            let _ = writeln!(out, "manifest: {}", header.manifest);
+            let _ = writeln!(out, "driver: {}", header.driver);
+        }
+        let _ = out.flush();
     }
-    let _ = out.flush();
-    drop(out);
 
     let records = spec.paths.records_dir.clone();
     // The root's folders are created here so an unwritable place is a clear error, not a
@@ -119,7 +122,9 @@ pub async fn launch(
     stop(sup, sup_handle).await;
     let report =
         report.map_err(|_| Diagnostic::error("E-RUN-001", "the session ended without a report"))?;
-    crate::outln!("status:  {}", report.exit_status.as_str());
+    if !header.quiet {
+        crate::outln!("status:  {}", report.exit_status.as_str());
+    }
     Ok(report)
 }
 

@@ -31,10 +31,15 @@ enum Command {
     )]
     Run(mur::run::RunArgs),
     /// Validate a murmur.yaml without running it and print every diagnostic.
-    #[command(after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml")]
+    #[command(
+        after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml\n  mur doctor --json"
+    )]
     Doctor {
         /// The manifest (default ./murmur.yaml).
         manifest: Option<PathBuf>,
+        /// Print one JSON object (file, ok, diagnostics, notes, containment).
+        #[arg(long)]
+        json: bool,
     },
     /// Read session traces.
     #[command(
@@ -63,6 +68,9 @@ enum Command {
         /// Use the global store (~/.murmur/artifacts) and write no lock.
         #[arg(short = 'g', long = "global")]
         global: bool,
+        /// Print one JSON object (installed, failed) instead of a line per artifact.
+        #[arg(long)]
+        json: bool,
     },
     /// List installed artifacts with version, runtime, platforms, store, origin and trust.
     #[command(after_help = "Examples:\n  mur list\n  mur list -g\n  mur list --json")]
@@ -138,12 +146,14 @@ fn main() -> ExitCode {
             };
             rt.block_on(mur::run::run(args))
         }
-        Command::Doctor { manifest } => mur::manifest::doctor::run(manifest.as_deref()),
+        Command::Doctor { manifest, json } => mur::manifest::doctor::run(manifest.as_deref(), json),
         Command::Trace(cmd) => mur::trace::cli::run(cmd),
         Command::Build { dir, output } => mur::artifact::build::run_build(&dir, output.as_deref()),
-        Command::Install { reference, global } => {
-            mur::artifact::install_cmd::run_install(reference.as_deref(), global)
-        }
+        Command::Install {
+            reference,
+            global,
+            json,
+        } => mur::artifact::install_cmd::run_install(reference.as_deref(), global, json),
         Command::List { global, json, .. } => mur::artifact::list::run_list(global, json),
         Command::Completions { shell } => {
             let mut out = Vec::new();

@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// Most live sub-capsules one session may hold at once.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CHILDREN)]
     pub max_children: u32,
+    /// Print one JSON object when the run ends (session, status, paths, totals, usage)
+    /// instead of the status lines; diagnostics still go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl RunArgs {
@@ -162,12 +166,41 @@ fn non_empty(text: String, origin: &str) -> Result<String, Diagnostic> {
     Ok(text)
 }
 
-fn fail(diags: &[Diagnostic]) -> i32 {
-    crate::outln!("status:  failed");
+fn fail(json: bool, diags: &[Diagnostic]) -> i32 {
+    if json {
+        let errors: Vec<_> = diags.iter().map(Diagnostic::to_json).collect();
+        crate::outln!(
+            "{}",
+            serde_json::json!({"session": null, "status": "failed", "diagnostics": errors})
+        );
+    } else {
+        crate::outln!("status:  failed");
+    }
     for d in diags {
         crate::errln!("{d}");
     }
     1
+}
+
+/// The `--json` object of a run that started a session.
+fn report_json(
+    report: &mur_actors::session::SessionReport,
+    records: &Path,
+    error: Option<&Diagnostic>,
+) -> String {
+    let t = &report.totals;
+    serde_json::json!({
+        "session": report.session_id,
+        "status": report.exit_status.as_str(),
+        "records": records.display().to_string(),
+        "result": records.join("out/result.txt").display().to_string(),
+        "trace": records.join("trace.jsonl").display().to_string(),
+        "duration_ms": report.duration_ms,
+        "totals": {"turns": t.turns, "tool_calls": t.tool_calls, "shell_calls": t.shell_calls},
+        "usage": {"input_tokens": t.input_tokens, "output_tokens": t.output_tokens},
+        "diagnostics": error.map(|d| vec![d.to_json()]).unwrap_or_default(),
+    })
+    .to_string()
 }
 
 /// Run `mur run`; returns the exit code.
@@ -175,7 +208,7 @@ pub async fn run(args: RunArgs) -> i32 {
     let path = args.manifest_path();
     let loaded = match manifest::load(&path) {
         Ok(l) => l,
-        Err(diags) => return fail(&diags),
+        Err(diags) => return fail(args.json, &diags),
     };
     for w in &loaded.warnings {
         crate::errln!("{w}");
@@ -183,19 +216,22 @@ pub async fn run(args: RunArgs) -> i32 {
     let task = match read_task(args.task.as_deref(), &loaded.dir) {
         Ok(t) => t,
         Err(d) if d.code == "E-RUN-062" => {
-            fail(&[d]);
+            fail(args.json, &[d]);
             return USAGE_ERROR;
         }
-        Err(d) => return fail(&[d]),
+        Err(d) => return fail(args.json, &[d]),
     };
     let workdir = match &args.workdir {
         Some(d) => match std::path::absolute(d) {
             Ok(a) => Some(a),
             Err(e) => {
-                return fail(&[Diagnostic::error(
-                    "E-IO-001",
-                    format!("--workdir {}: {e}", d.display()),
-                )])
+                return fail(
+                    args.json,
+                    &[Diagnostic::error(
+                        "E-IO-001",
+                        format!("--workdir {}: {e}", d.display()),
+                    )],
+                )
             }
         },
         None => None,
@@ -204,7 +240,7 @@ pub async fn run(args: RunArgs) -> i32 {
     let mut place = Placement::root(&dir, workdir.as_deref());
     let deepest = deepest_delegation(&place.paths.records_dir);
     if args.max_depth > deepest {
-        return fail(&[Diagnostic::error(
+        return fail(args.json, &[Diagnostic::error(
             "E-RUN-060",
             format!(
                 "--max-depth {} cannot be held here: each level of delegation nests a child's records {CHILD_LEVEL_BYTES} bytes deeper below {}, and paths stop at {PATH_MAX} bytes, so at most {deepest} levels fit",
@@ -225,12 +261,13 @@ pub async fn run(args: RunArgs) -> i32 {
             }
             spec
         }
-        Err(d) => return fail(&[d]),
+        Err(d) => return fail(args.json, &[d]),
     };
     crate::contain::sweep_stale_scratch();
     let m = &loaded.manifest;
     let header = Header {
         verbose: args.verbose > 0,
+        quiet: args.json,
         manifest: format!("{} v{}", m.name, m.version),
         // Seed 001 prints the driver as its package name: `murmur-driver-anthropic`.
         driver: format!("{} ({})", spec.driver.name().replace('/', "-"), spec.model),
@@ -250,15 +287,10 @@ pub async fn run(args: RunArgs) -> i32 {
     let records = spec.paths.records_dir.clone();
     match launch::launch(spec, &header, sup).await {
         Ok(report) => {
-            if let Some(e) = &report.trace_error {
-                crate::errln!("{}", Diagnostic::error("E-RUN-007", e.clone()));
-                return 1;
-            }
-            if report.exit_status == ExitStatus::Ok {
-                0
-            } else {
-                crate::errln!(
-                    "{}",
+            let problem = if let Some(e) = &report.trace_error {
+                Some(Diagnostic::error("E-RUN-007", e.clone()))
+            } else if report.exit_status != ExitStatus::Ok {
+                Some(
                     Diagnostic::error(
                         "E-RUN-040",
                         format!(
@@ -270,12 +302,23 @@ pub async fn run(args: RunArgs) -> i32 {
                     .with_hint(format!(
                         "read {} and `mur trace show {session_id}`",
                         records.join("out/result.txt").display()
-                    ))
-                );
-                1
+                    )),
+                )
+            } else {
+                None
+            };
+            if args.json {
+                crate::outln!("{}", report_json(&report, &records, problem.as_ref()));
+            }
+            match problem {
+                None => 0,
+                Some(d) => {
+                    crate::errln!("{d}");
+                    1
+                }
             }
         }
-        Err(d) => fail(&[d]),
+        Err(d) => fail(args.json, &[d]),
     }
 }
 

@@ -946,3 +946,23 @@ fn install_says_built_in_drivers_need_nothing_and_refuses_bad_references_offline
     assert!(e.fake.requests().is_empty(), "{:?}", e.fake.requests());
     assert_eq!(lock(&e), "");
 }
+
+#[test]
+fn install_json_lists_what_was_filed_and_what_failed() {
+    let e = env();
+    let o = mur(&e, &e.project, &["install", "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"ok": true, "installed": [{"artifact": "murmur/tool-grep", "version": "1.0.0", "from": "github:murmur-nexus/default-artifacts", "adopted_from_session": null}], "failed": [], "note": null})
+    );
+    let o = mur(&e, &e.project, &["install", "murmur/tool-edit@9.9.9", "--json"]);
+    assert_eq!(o.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["installed"], serde_json::json!([]));
+    assert_eq!(v["failed"][0]["artifact"], "murmur/tool-edit@9.9.9");
+    assert_eq!(v["failed"][0]["code"], "E-REG-001");
+    assert!(o.stderr.starts_with("error[E-REG-001]: "), "{}", o.stderr);
+}

@@ -57,3 +57,50 @@ fn the_man_page_is_roff_naming_the_subcommands() {
         assert!(page.contains(sub), "{sub}");
     }
 }
+
+#[test]
+fn run_and_doctor_print_one_json_object_with_json() {
+    let p = Project::example("hello");
+    let out = p
+        .mur_cmd(&["run", "--task", "Say hello", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "one object, nothing else: {text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["totals"]["turns"], 3);
+    assert_eq!(v["totals"]["shell_calls"], 2);
+    let session = v["session"].as_str().unwrap();
+    assert!(session.starts_with("ses_"));
+    assert_eq!(
+        std::fs::read_to_string(v["result"].as_str().unwrap()).unwrap(),
+        "Hello! I wrote greeting.txt in my work folder and listed it: the shell tools work."
+    );
+    assert!(std::path::Path::new(v["trace"].as_str().unwrap()).is_file());
+    assert!(v["usage"]["input_tokens"].as_u64().unwrap() > 0);
+
+    let out = p.mur_cmd(&["doctor", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["name"], "hello");
+    assert_eq!(v["file"], "murmur.yaml");
+
+    p.write("murmur.yaml", "name: [broken\n");
+    let out = p.mur_cmd(&["doctor", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["diagnostics"][0]["severity"], "error");
+    assert_eq!(v["diagnostics"][0]["code"], "E-MAN-002");
+    let out = p
+        .mur_cmd(&["run", "--task", "x", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["status"], "failed");
+    assert_eq!(v["session"], serde_json::Value::Null);
+}

@@ -43,6 +43,10 @@ pub struct Installer {
     global_store: Store,
     sources: SourcesConfig,
     client: Option<GithubClient>,
+    /// Print nothing per artifact (`--json` prints [`Installer::installed`] at the end).
+    pub quiet: bool,
+    /// Each artifact filed and pinned, in order: `{artifact, version, from, adopted_from}`.
+    pub installed: std::sync::Mutex<Vec<serde_json::Value>>,
 }
 
 /// The nearest folder at or above `start` holding `murmur.yaml`.
@@ -83,6 +87,8 @@ impl Installer {
             global_store: Store::global(&home),
             sources: SourcesConfig::load(&home)?,
             client: None,
+            quiet: false,
+            installed: Default::default(),
         })
     }
 
@@ -387,9 +393,20 @@ impl Installer {
                 }
             })?;
         }
-        crate::outln!("Installed {}@{version} from {}", r.name, r.from);
-        if let Some(ses) = adopted {
-            crate::outln!("Adopted {}@{version} as operator-declared (it was pulled at runtime by session {ses})", r.name);
+        self.installed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(serde_json::json!({
+                "artifact": r.name.to_string(),
+                "version": version,
+                "from": r.from,
+                "adopted_from_session": adopted,
+            }));
+        if !self.quiet {
+            crate::outln!("Installed {}@{version} from {}", r.name, r.from);
+            if let Some(ses) = adopted {
+                crate::outln!("Adopted {}@{version} as operator-declared (it was pulled at runtime by session {ses})", r.name);
+            }
         }
         Ok(())
     }

@@ -66,62 +66,98 @@ pub async fn install_declared(inst: &mut Installer) -> Result<Declared, Vec<Diag
     })
 }
 
-/// `mur install [REF] [-g]`: returns the exit code.
-pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
+/// What one `mur install` did, for `--json`.
+#[derive(Default)]
+struct Outcome {
+    installed: Vec<serde_json::Value>,
+    failed: Vec<serde_json::Value>,
+    note: Option<String>,
+}
+
+impl Outcome {
+    /// Records and prints one failure; returns the exit code 1.
+    fn fail(&mut self, artifact: Option<&str>, d: &Diagnostic) -> i32 {
+        crate::errln!("{d}");
+        let mut v = d.to_json();
+        v["artifact"] = serde_json::json!(artifact);
+        self.failed.push(v);
+        1
+    }
+}
+
+/// `mur install [REF] [-g] [--json]`: returns the exit code.
+pub fn run_install(reference: Option<&str>, global: bool, json: bool) -> i32 {
+    let mut outcome = Outcome::default();
+    let code = install(reference, global, json, &mut outcome);
+    if json {
+        crate::outln!(
+            "{}",
+            serde_json::json!({
+                "ok": code == 0,
+                "installed": outcome.installed,
+                "failed": outcome.failed,
+                "note": outcome.note,
+            })
+        );
+    }
+    code
+}
+
+fn install(reference: Option<&str>, global: bool, json: bool, out: &mut Outcome) -> i32 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            crate::errln!("error[E-IO-003]: cannot start the async runtime: {e}");
-            return 1;
+            let d = Diagnostic::error("E-IO-003", format!("cannot start the async runtime: {e}"));
+            return out.fail(None, &d);
         }
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     rt.block_on(async move {
         let parsed = match reference.map(parse_ref).transpose() {
             Ok(r) => r,
-            Err(d) => {
-                crate::errln!("{d}");
-                return 1;
-            }
+            Err(d) => return out.fail(reference, &d),
         };
         let mut inst = match Installer::new(&cwd, global) {
             Ok(i) => i,
-            Err(d) => {
-                crate::errln!("{d}");
-                return 1;
-            }
+            Err(d) => return out.fail(reference, &d),
         };
+        inst.quiet = json;
         let result = match parsed {
             Some(InstallRef::Name(n, v)) => inst.install_name(&n, v.as_deref()).await,
             Some(InstallRef::File(p)) => inst.install_file(&p),
             Some(InstallRef::Github { owner, repo, tag }) => {
                 inst.install_github(&owner, &repo, &tag).await.map(|_| ())
             }
+            None if global => {
+                let d = Diagnostic::error("E-IO-003", "mur install -g needs an artifact reference");
+                out.fail(None, &d);
+                return 2;
+            }
             None => {
-                if global {
-                    crate::errln!("error[E-IO-003]: mur install -g needs an artifact reference");
-                    return 2;
-                }
-                return match install_declared(&mut inst).await {
+                let code = match install_declared(&mut inst).await {
                     Err(diags) => {
                         for d in diags.iter().filter(|d| d.is_error()) {
-                            crate::errln!("{d}");
+                            out.fail(None, d);
                         }
                         1
                     }
                     Ok(d) if d.installed == 0 && d.failed.is_empty() => {
-                        if d.built_in.is_empty() {
-                            crate::outln!("No artifacts in manifest.");
+                        let note = if d.built_in.is_empty() {
+                            "No artifacts in manifest.".to_string()
                         } else {
-                            crate::outln!(
+                            format!(
                                 "Nothing to install: murmur.yaml declares only {} built into mur, which need{} no fetching.",
                                 d.built_in.join(", "),
                                 if d.built_in.len() == 1 { "s" } else { "" }
-                            );
+                            )
+                        };
+                        if !json {
+                            crate::outln!("{note}");
                         }
+                        out.note = Some(note);
                         0
                     }
                     Ok(Declared {
@@ -129,7 +165,9 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
                         failed: f,
                         ..
                     }) if f.is_empty() => {
-                        crate::outln!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
+                        if !json {
+                            crate::outln!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
+                        }
                         0
                     }
                     Ok(Declared {
@@ -147,18 +185,21 @@ pub fn run_install(reference: Option<&str>, global: bool) -> i32 {
                             for line in d.to_string().lines() {
                                 crate::errln!("    {line}");
                             }
+                            let mut v = d.to_json();
+                            v["artifact"] = serde_json::json!(what);
+                            out.failed.push(v);
                         }
                         1
                     }
                 };
+                out.installed = std::mem::take(&mut *inst.installed.lock().unwrap_or_else(|p| p.into_inner()));
+                return code;
             }
         };
+        out.installed = std::mem::take(&mut *inst.installed.lock().unwrap_or_else(|p| p.into_inner()));
         match result {
             Ok(()) => 0,
-            Err(d) => {
-                crate::errln!("{d}");
-                1
-            }
+            Err(d) => out.fail(reference, &d),
         }
     })
 }

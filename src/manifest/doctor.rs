@@ -97,16 +97,40 @@ pub fn check(path: &Path) -> Result<Checked, Failed> {
     }
 }
 
-/// Validate the manifest at `path` (default `./murmur.yaml`; a directory means its
-/// `murmur.yaml`), print every diagnostic, return the process exit code.
-pub fn run(path: Option<&Path>) -> i32 {
-    let path = path.unwrap_or(Path::new(MANIFEST_FILE));
+/// What `mur doctor` found, before it is printed as text or JSON.
+struct Report {
+    label: String,
+    /// `name vversion` when the manifest loaded.
+    capsule: Option<(String, String)>,
+    /// Errors and warnings, in order.
+    diagnostics: Vec<Diagnostic>,
+    /// What `mur run` would refuse though the manifest is valid.
+    notes: Vec<String>,
+    /// Declared and achieved containment, and what the host can give.
+    containment: Option<(String, String, String)>,
+}
+
+impl Report {
+    fn ok(&self) -> bool {
+        !self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+fn examine(path: &Path) -> Report {
     match check(path) {
         Ok(Checked {
             label,
             loaded,
             decision,
         }) => {
+            let m = &loaded.manifest;
+            let mut report = Report {
+                label,
+                capsule: Some((m.name.clone(), m.version.clone())),
+                diagnostics: Vec::new(),
+                notes: Vec::new(),
+                containment: None,
+            };
             // The declared artifacts, as `mur run` resolves them. One not installed yet is
             // a note (the manifest is fine; `mur install` fetches it); one installed that
             // this runtime cannot run, or that does not match its pin, is an error.
@@ -114,53 +138,90 @@ pub fn run(path: Option<&Path>) -> i32 {
                 Ok(()) => None,
                 Err(d) if d.code == "E-RUN-008" => Some(d),
                 Err(d) => {
-                    crate::errln!("{d}");
-                    crate::errln!("{label}: 1 error; fix it and run mur doctor again");
-                    return 1;
+                    report.diagnostics.push(d);
+                    return report;
                 }
             };
-            let warnings = &decision.warnings;
-            for w in warnings {
-                crate::errln!("{w}");
-            }
-            let m = &loaded.manifest;
-            let verdict = match warnings.len() {
-                0 => "ok".to_string(),
-                1 => "ok, 1 warning".to_string(),
-                n => format!("ok, {n} warnings"),
-            };
-            crate::outln!("{label}: {verdict} — {} v{}", m.name, m.version);
+            report.diagnostics.extend(decision.warnings.iter().cloned());
             let p = &decision.policy;
             let host = crate::contain::host::host();
-            crate::outln!(
-                "  containment: declared {}, achieved {} (this host can give {})",
-                p.declared.as_str(),
-                p.achieved.as_str(),
-                crate::contain::host_level(host).as_str()
-            );
-            for line in crate::contain::host_report(host) {
-                crate::outln!("    {line}");
-            }
-            for problem in m.launch_problems() {
-                crate::outln!(
-                    "  note: mur run will refuse this capsule: {}",
-                    problem.message
-                );
-            }
-            if let Some(d) = missing {
-                crate::outln!("  note: mur run will refuse this capsule: {}", d.message);
-            }
-            0
+            report.containment = Some((
+                p.declared.as_str().to_string(),
+                p.achieved.as_str().to_string(),
+                crate::contain::host_level(host).as_str().to_string(),
+            ));
+            report
+                .notes
+                .extend(m.launch_problems().into_iter().map(|d| d.message));
+            report.notes.extend(missing.map(|d| d.message));
+            report
         }
-        Err(Failed { label, diagnostics }) => {
-            for d in &diagnostics {
-                crate::errln!("{d}");
-            }
-            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-            let noun = if errors == 1 { "error" } else { "errors" };
-            let them = if errors == 1 { "it" } else { "them" };
-            crate::errln!("{label}: {errors} {noun}; fix {them} and run mur doctor again");
-            1
+        Err(Failed { label, diagnostics }) => Report {
+            label,
+            capsule: None,
+            diagnostics,
+            notes: Vec::new(),
+            containment: None,
+        },
+    }
+}
+
+/// Validate the manifest at `path` (default `./murmur.yaml`; a directory means its
+/// `murmur.yaml`), print every diagnostic (or, with `json`, one JSON object on stdout), and
+/// return the process exit code: 1 when there is an error.
+pub fn run(path: Option<&Path>, json: bool) -> i32 {
+    let path = path.unwrap_or(Path::new(MANIFEST_FILE));
+    let report = examine(path);
+    let code = if report.ok() { 0 } else { 1 };
+    if json {
+        let (name, version) = report.capsule.clone().unzip();
+        let containment = report
+            .containment
+            .as_ref()
+            .map(|(d, a, h)| serde_json::json!({"declared": d, "achieved": a, "host_can_give": h}));
+        crate::outln!(
+            "{}",
+            serde_json::json!({
+                "file": report.label,
+                "ok": report.ok(),
+                "name": name,
+                "version": version,
+                "diagnostics": report.diagnostics.iter().map(Diagnostic::to_json).collect::<Vec<_>>(),
+                "notes": report.notes,
+                "containment": containment,
+            })
+        );
+        return code;
+    }
+    for d in &report.diagnostics {
+        crate::errln!("{d}");
+    }
+    let label = &report.label;
+    if !report.ok() {
+        let errors = report.diagnostics.iter().filter(|d| d.is_error()).count();
+        let noun = if errors == 1 { "error" } else { "errors" };
+        let them = if errors == 1 { "it" } else { "them" };
+        crate::errln!("{label}: {errors} {noun}; fix {them} and run mur doctor again");
+        return code;
+    }
+    let warnings = report.diagnostics.len();
+    let verdict = match warnings {
+        0 => "ok".to_string(),
+        1 => "ok, 1 warning".to_string(),
+        n => format!("ok, {n} warnings"),
+    };
+    let (name, version) = report.capsule.clone().unwrap_or_default();
+    crate::outln!("{label}: {verdict} — {name} v{version}");
+    if let Some((declared, achieved, can)) = &report.containment {
+        crate::outln!(
+            "  containment: declared {declared}, achieved {achieved} (this host can give {can})"
+        );
+        for line in crate::contain::host_report(crate::contain::host::host()) {
+            crate::outln!("    {line}");
         }
     }
+    for note in &report.notes {
+        crate::outln!("  note: mur run will refuse this capsule: {note}");
+    }
+    code
 }
