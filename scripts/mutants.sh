@@ -20,9 +20,9 @@ out="${MUTANTS_OUT:-$root/mutants.out}"
 # the build as well as to the test run, so each mutant links only the test binaries it runs
 # (not the suite's thirty), which is most of a mutant's time.
 modules=(
-  "fence|actors/src/fence.rs|--test-package mur-actors"
-  "provided|actors/src/provided.rs|--test-package mur-actors"
-  "table|actors/src/dispatcher/table.rs|--test-package mur-actors"
+  "fence|actors/src/fence.rs|--test-package mur-actors --timeout 20"
+  "provided|actors/src/provided.rs|--test-package mur-actors --timeout 20"
+  "table|actors/src/dispatcher/table.rs|--test-package mur-actors --timeout 20"
   "children|src/children.rs|-C --lib -C --test=cli_delegation"
   "handle|src/peer/handle.rs|-C --lib -C --test=peer_handoff -C --test=peer_door"
   "names|src/manifest/names.rs|-C --lib -C --test=manifest_doctor -C --test=manifest_conformance"

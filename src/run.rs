@@ -283,7 +283,6 @@ pub async fn run(args: RunArgs) -> i32 {
         max_depth: args.max_depth,
         max_children: args.max_children,
     };
-    let session_id = spec.session_id.clone();
     let records = spec.paths.records_dir.clone();
     match launch::launch(spec, &header, sup).await {
         Ok(report) => {
@@ -300,8 +299,10 @@ pub async fn run(args: RunArgs) -> i32 {
                         ),
                     )
                     .with_hint(format!(
-                        "read {} and `mur trace show {session_id}`",
-                        records.join("out/result.txt").display()
+                        "read {} and `mur trace show {}`",
+                        records.join("out/result.txt").display(),
+                        // A path works from any folder; the id alone only beside the capsule.
+                        records.join("trace.jsonl").display()
                     )),
                 )
             } else {

@@ -957,7 +957,11 @@ fn install_json_lists_what_was_filed_and_what_failed() {
         v,
         serde_json::json!({"ok": true, "installed": [{"artifact": "murmur/tool-grep", "version": "1.0.0", "from": "github:murmur-nexus/default-artifacts", "adopted_from_session": null}], "failed": [], "note": null})
     );
-    let o = mur(&e, &e.project, &["install", "murmur/tool-edit@9.9.9", "--json"]);
+    let o = mur(
+        &e,
+        &e.project,
+        &["install", "murmur/tool-edit@9.9.9", "--json"],
+    );
     assert_eq!(o.code, 1);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["ok"], false);

@@ -122,4 +122,11 @@ fn the_plan_example_runs() {
         "{result}"
     );
     assert!(p.work_folders()[0].join("note.txt").is_file());
+    // The report counts the plan's steps, shell steps included (they write no shell line).
+    let report = p.mur(&["trace", "report"]);
+    assert!(
+        stdout(&report).contains("plan steps: 5 (4 shell, 1 tool; 0 failed, 0 skipped)\n"),
+        "{}",
+        stdout(&report)
+    );
 }

@@ -344,6 +344,21 @@ fn max_turns_and_failures_exit_non_zero_with_their_status() {
         "{err}"
     );
     assert!(err.contains("hint: read "), "{err}");
+    // The hint's command works as printed, from any folder.
+    let cmd = err.split('`').nth(1).unwrap();
+    let args: Vec<&str> = cmd.split(' ').skip(1).collect();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = mur()
+        .args(&args)
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{cmd}: {}", stderr(&out));
+    assert!(
+        stdout(&out).contains("max_turns_reached"),
+        "{}",
+        stdout(&out)
+    );
 
     p.write("script.yaml", "turns:\n  - error: the provider is down\n");
     let out = p.mur(&["run", "--task", "x"]);

@@ -253,6 +253,13 @@ fn empty_and_headless_traces_are_refused() {
         first_line(&out.stderr),
         format!("error[E-TRC-001]: workdir/{A}/trace.jsonl: trace file is empty (incomplete or zero-event session)")
     );
+    // A file whose only line is garbage is not empty: it holds nothing valid.
+    fs::write(wd.join(A).join("trace.jsonl"), "garbage\n").unwrap();
+    let out = mur(tmp.path(), &["trace", "show"]);
+    assert_eq!(
+        first_line(&out.stderr),
+        format!("error[E-TRC-001]: workdir/{A}/trace.jsonl: no valid lines (its only line is cut off or not a JSON trace event)")
+    );
     fs::write(
         wd.join(A).join("trace.jsonl"),
         "{\"event_type\":\"task_start\",\"session_id\":\"x\",\"timestamp\":1}\n",

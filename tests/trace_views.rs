@@ -267,6 +267,7 @@ count:      6  (4 ok, 2 error)  success 66.7%
 ── Latency ──────────────────────────────────────
 session:    avg 9.1s  min 9.1s  max 9.1s
 tool call:  avg 165ms  p50 9ms  p95 960ms  max 960ms
+plan steps: 2 (2 shell; 1 failed, 0 skipped)
 retries:    1  (waited 1.5s)
 
 ── Exit status ──────────────────────────────────

@@ -304,13 +304,10 @@ pub fn parse_artifact_manifest(
     let value: Value = match serde_norway::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            let (line, col) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((1, 1));
+            let (line, col, why) = super::parse::locate(text, &e);
             ctx.error(
                 "E-MAN-002",
-                format!("YAML syntax error at line {line}, column {col}: {e}"),
+                format!("YAML syntax error at line {line}, column {col}: {why}"),
             );
             return Err(ctx.errors);
         }

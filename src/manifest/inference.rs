@@ -180,14 +180,24 @@ pub(crate) fn parse_inference(ctx: &mut Ctx, top: &Block<'_>) -> Option<Inferenc
     let driver_artifact = match &driver {
         None => {
             if b.get("driver").is_none() {
-                b.invalid(ctx, "driver", "missing required field");
+                b.invalid_with_hint(
+                    ctx,
+                    "driver",
+                    "missing required field",
+                    "add driver: {artifact: <name>} naming a runtime: driver entry of artifacts:, e.g. mur/driver-script",
+                );
             }
             None
         }
         Some(d) => match d.nonblank(ctx, "artifact") {
             None => {
                 if d.get("artifact").is_none() {
-                    d.invalid(ctx, "artifact", "missing required field");
+                    d.invalid_with_hint(
+                        ctx,
+                        "artifact",
+                        "missing required field",
+                        "name the runtime: driver entry of artifacts: this capsule uses, e.g. artifact: mur/driver-script",
+                    );
                 }
                 None
             }

@@ -175,7 +175,8 @@ fn read_yaml(text: &str) -> Result<Value, (usize, usize, String)> {
     Ok(value)
 }
 
-fn locate(text: &str, e: &serde_norway::Error) -> (usize, usize, String) {
+/// Where a YAML error is, and its message without that position.
+pub(crate) fn locate(text: &str, e: &serde_norway::Error) -> (usize, usize, String) {
     let msg = e.to_string();
     // For a duplicate key the parser points at the start of the mapping; the key's own line
     // is more useful.
@@ -190,6 +191,8 @@ fn locate(text: &str, e: &serde_norway::Error) -> (usize, usize, String) {
         .location()
         .map(|l| (l.line(), l.column()))
         .unwrap_or((1, 1));
+    // The parser's own text repeats the position; the original Murmur prints it so, and the
+    // conformance corpus holds its first lines as they are.
     (line, col, msg)
 }
 

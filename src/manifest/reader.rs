@@ -261,6 +261,11 @@ impl<'a> Block<'a> {
         ctx.invalid(self.area, &self.field(key), why);
     }
 
+    /// Reports `why` against `key`, with what to write instead.
+    pub fn invalid_with_hint(&self, ctx: &mut Ctx, key: &str, why: &str, hint: &str) {
+        ctx.invalid(self.area, &self.field(key), why).hint = Some(hint.to_string());
+    }
+
     /// An optional string.
     pub fn str(&self, ctx: &mut Ctx, key: &str) -> Option<String> {
         let v = self.get(key)?;

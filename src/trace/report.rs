@@ -217,6 +217,34 @@ impl<'a> Report<'a> {
                 thousands(failed)
             );
         }
+        // Plan steps run their commands inside the plan: no `shell` line, so counted here.
+        let steps: Vec<&crate::trace::record::PlanStep> = self
+            .sessions
+            .iter()
+            .flat_map(|s| &s.plans)
+            .flat_map(|p| &p.steps)
+            .collect();
+        if !steps.is_empty() {
+            let mut kinds: std::collections::BTreeMap<&str, u64> = Default::default();
+            for st in &steps {
+                *kinds.entry(st.kind.as_deref().unwrap_or("?")).or_default() += 1;
+            }
+            let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let count = |status: &str| {
+                steps
+                    .iter()
+                    .filter(|st| st.status.as_deref() == Some(status))
+                    .count()
+            };
+            let _ = writeln!(
+                o,
+                "plan steps: {} ({}; {} failed, {} skipped)",
+                thousands(steps.len() as u64),
+                by_kind.join(", "),
+                count("failed"),
+                count("skipped")
+            );
+        }
         let retries: usize = self.sessions.iter().map(|s| s.retries.len()).sum();
         if retries > 0 {
             let delay: i64 = self

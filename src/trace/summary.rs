@@ -440,6 +440,16 @@ impl Builder {
             self.note(text);
         }
         let s = &mut self.summary;
+        if self.lines == 0 && s.torn_last_line {
+            return Err(Diagnostic::error(
+                "E-TRC-001",
+                format!(
+                    "{}: no valid lines (its only line is cut off or not a JSON trace event)",
+                    s.path.display()
+                ),
+            )
+            .with_hint("a session killed while writing its first line leaves this; otherwise, pass the trace.jsonl of a session"));
+        }
         if self.lines == 0 {
             return Err(Diagnostic::error(
                 "E-TRC-001",
