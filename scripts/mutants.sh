@@ -27,7 +27,7 @@ modules=(
   "handle|src/peer/handle.rs|-C --lib -C --test=peer_handoff -C --test=peer_door"
   "names|src/manifest/names.rs|-C --lib -C --test=manifest_doctor -C --test=manifest_conformance"
   "service|src/artifact/service.rs|-C --lib -C --test=artifact_pull"
-  "pull|src/artifact/pull.rs|-C --lib -C --test=artifact_pull"
+  "pull|src/artifact/pull.rs|-C --lib -C --test=artifact_pull -C --test=artifact_cli"
   "lock|src/artifact/lock.rs|-C --lib -C --test=artifact_cli -C --test=artifact_pull"
   "payload|src/artifact/payload.rs|-C --lib -C --test=artifact_cli -C --test=artifact_pull"
 )

@@ -762,6 +762,11 @@ fn every_sidecar_mur_files_is_one_the_original_murmur_reads() {
     // And mur lists them all back, the capsule included.
     let o = mur(&e, &e.project, &["list"]);
     assert!(o.stdout.contains("local/reviewer"), "{}", o.stdout);
+    // A capsule filed as `wasm` is still one this mur takes: by name, with no version, the
+    // stores' newest fitting version is the capsule's.
+    let o = mur(&e, &e.project, &["install", "local/reviewer"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "Installed local/reviewer@0.1.0 from project store\n");
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
