@@ -766,7 +766,10 @@ fn every_sidecar_mur_files_is_one_the_original_murmur_reads() {
     // stores' newest fitting version is the capsule's.
     let o = mur(&e, &e.project, &["install", "local/reviewer"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout, "Installed local/reviewer@0.1.0 from project store\n");
+    assert_eq!(
+        o.stdout,
+        "Installed local/reviewer@0.1.0 from project store\n"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

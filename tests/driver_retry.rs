@@ -353,17 +353,20 @@ async fn a_hung_provider_times_out_and_is_retried() {
     assert_eq!(fake.requests().len(), 2);
 }
 
+/// A free port on loopback with nothing listening on it.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
 #[tokio::test]
-async fn a_refused_connection_is_not_retried() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+async fn a_refused_connection_to_this_machine_is_retried_as_the_policy_says() {
+    let port = closed_port();
     let mut cfg = config(
         "murmur/driver-openai",
         &format!("http://127.0.0.1:{port}/v1"),
     );
-    cfg.retry = fast(5);
+    cfg.retry = fast(2);
     let d = drivers::openai(cfg).unwrap();
     let notes = Notes::default();
     let e = bounded(d.infer(&simple("m", "x"), &notes))
@@ -373,7 +376,7 @@ async fn a_refused_connection_is_not_retried() {
     assert!(
         e.message.starts_with(&format!(
             "could not connect to http://127.0.0.1:{port}/v1/chat/completions: "
-        )),
+        )) && e.message.ends_with("(gave up after 3 attempts)"),
         "{}",
         e.message
     );
@@ -382,7 +385,69 @@ async fn a_refused_connection_is_not_retried() {
         "{}",
         e.message
     );
-    assert!(notes.all().is_empty());
+    let notes = notes.all();
+    assert_eq!(notes.len(), 2);
+    assert!(notes
+        .iter()
+        .all(|n| n.reason == "connection" && n.provider_status.is_none()));
+}
+
+/// Starts the fake provider on `port` when the first retry is announced: a local model server
+/// that comes up while the runtime waits.
+struct StartsOnRetry {
+    port: u16,
+    server: std::sync::Arc<std::sync::Mutex<Option<FakeProvider>>>,
+    started: std::sync::atomic::AtomicBool,
+    notes: Notes,
+}
+
+impl mur_actors::model::RetrySink for StartsOnRetry {
+    fn retrying(&self, note: mur_actors::model::RetryNote) {
+        self.notes.retrying(note);
+        if !self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let (port, server) = (self.port, self.server.clone());
+            // Listening before the retry's wait ends in all but the slowest case; a later
+            // attempt refused again is simply retried once more.
+            tokio::spawn(async move {
+                let f = FakeProvider::start_on(
+                    &format!("127.0.0.1:{port}"),
+                    [Reply::json(openai::chat_text("up now"))],
+                    None,
+                )
+                .await
+                .unwrap();
+                *server.lock().unwrap() = Some(f);
+            });
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_local_server_that_comes_up_while_the_runtime_retries_answers_the_call() {
+    let port = closed_port();
+    let mut cfg = config(
+        "murmur/driver-openai",
+        &format!("http://127.0.0.1:{port}/v1"),
+    );
+    cfg.retry = RetryPolicy {
+        max_retries: 20,
+        initial_delay_ms: 20,
+        max_delay_ms: 200,
+    };
+    let d = drivers::openai(cfg).unwrap();
+    let sink = StartsOnRetry {
+        port,
+        server: Default::default(),
+        started: Default::default(),
+        notes: Notes::default(),
+    };
+    let reply = bounded(d.infer(&simple("m", "x"), &sink)).await.unwrap();
+    assert_eq!(
+        reply.content,
+        vec![mur_actors::model::ContentBlock::text("up now")]
+    );
+    assert!(reply.attempts >= 2);
+    assert_eq!(sink.notes.all().len() as u32, reply.attempts - 1);
 }
 
 #[tokio::test]

@@ -369,12 +369,7 @@ pub fn check_api_base(api_base: &str) -> Result<(), String> {
     let url = reqwest::Url::parse(api_base)
         .map_err(|e| format!("the GitHub API base '{api_base}' is not a URL: {e}"))?;
     let host = url.host_str().unwrap_or("");
-    let loopback = host == "localhost"
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
+    let loopback = crate::manifest::gateway::is_loopback(host);
     match url.scheme() {
         "https" => Ok(()),
         "http" if loopback => Ok(()),

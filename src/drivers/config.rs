@@ -5,7 +5,6 @@
 //! (`gateway.endpoint`, the resolved `gateway.api_key`) and `inference.retry`.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -109,7 +108,7 @@ pub fn validate_endpoint(raw: &str) -> Result<String, String> {
     match url.scheme() {
         "https" => {}
         "http" => {
-            if !is_loopback(host) {
+            if !crate::manifest::gateway::is_loopback(host) {
                 return Err(format!(
                     "gateway.endpoint '{trimmed}' uses plain http:// to a non-loopback host \
                      '{host}'; use https://, or http:// only to localhost/127.0.0.1/[::1]"
@@ -123,14 +122,6 @@ pub fn validate_endpoint(raw: &str) -> Result<String, String> {
         }
     }
     Ok(trimmed.trim_end_matches('/').to_string())
-}
-
-fn is_loopback(host: &str) -> bool {
-    if host.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]

@@ -208,6 +208,14 @@ impl Transport {
             ));
         }
         if err.is_connect() {
+            // Nothing listening on this machine is a local model server still starting:
+            // worth the retries inference.retry allows. Refused elsewhere (or DNS, TLS) is
+            // final, as upstream has it.
+            if refused(err) && is_loopback_url(&self.endpoint) {
+                return Failure::connection(format!(
+                    "could not connect to {url}: {cause} (a local server not listening yet)"
+                ));
+            }
             return Failure::fatal(
                 InferErrorKind::Driver,
                 format!("could not connect to {url}: {cause}"),
@@ -285,6 +293,28 @@ pub(crate) fn excerpt(text: &str, max: usize) -> String {
 }
 
 /// The innermost cause of an error chain, as text (e.g. `Connection refused (os error 111)`).
+/// True when the error chain holds a refused connection.
+fn refused(err: &reqwest::Error) -> bool {
+    let mut cause: Option<&dyn std::error::Error> = Some(err);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// True for a URL whose host is this machine (`localhost`, `127.0.0.0/8`, `[::1]`).
+pub(crate) fn is_loopback_url(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(crate::manifest::gateway::is_loopback))
+        .unwrap_or(false)
+}
+
 fn root_cause(err: &reqwest::Error) -> String {
     let mut cause: &dyn std::error::Error = err;
     while let Some(next) = cause.source() {
@@ -304,6 +334,27 @@ fn human(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_urls_are_this_machine() {
+        for url in [
+            "http://127.0.0.1:8089/v1",
+            "http://localhost:11434/v1",
+            "http://LOCALHOST",
+            "http://[::1]:8080/v1",
+            "http://127.1.2.3/x",
+        ] {
+            assert!(is_loopback_url(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://10.0.0.2:8080",
+            "http://localhost.example.com/",
+            "http://[2001:db8::1]:80/",
+        ] {
+            assert!(!is_loopback_url(url), "{url}");
+        }
+    }
 
     #[test]
     fn provider_messages_in_every_shape() {
