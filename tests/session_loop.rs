@@ -122,7 +122,7 @@ async fn shell_calls_run_in_order_and_the_trace_counts_match() {
     assert_eq!(lines[5]["status"], "error");
     assert_eq!(
         lines[5]["error"],
-        "tool 'nope' is not declared in manifest allowlist"
+        "tool 'nope' is not declared in manifest allowlist: no artifacts: entry, skill or capabilities.shell.allow entry names it"
     );
     assert_eq!(lines[8]["exit_code"], 3);
     let end = &lines[11];

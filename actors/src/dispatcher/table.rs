@@ -80,8 +80,10 @@ impl ToolTable {
             _ if self.removed.contains(name) => Route::Refuse(format!(
                 "tool '{name}' was removed from this session; it can no longer be called"
             )),
+            // Upstream's sentence, then the declarations that would have made it exist (seed
+            // 000: a refusal names the declaration that is missing).
             _ => Route::Refuse(format!(
-                "tool '{name}' is not declared in manifest allowlist"
+                "tool '{name}' is not declared in manifest allowlist: no artifacts: entry, skill or capabilities.shell.allow entry names it"
             )),
         }
     }
@@ -316,7 +318,7 @@ mod tests {
         );
         assert_eq!(
             route(t, "curl"),
-            "refuse: tool 'curl' is not declared in manifest allowlist"
+            "refuse: tool 'curl' is not declared in manifest allowlist: no artifacts: entry, skill or capabilities.shell.allow entry names it"
         );
     }
 
@@ -343,7 +345,7 @@ mod tests {
             .insert("mystery".into(), decl("mystery", ToolKind::Runtime));
         assert_eq!(
             route(&f.table, "mystery"),
-            "refuse: tool 'mystery' is not declared in manifest allowlist"
+            "refuse: tool 'mystery' is not declared in manifest allowlist: no artifacts: entry, skill or capabilities.shell.allow entry names it"
         );
     }
 
