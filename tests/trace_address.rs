@@ -286,3 +286,33 @@ fn empty_and_headless_traces_are_refused() {
         "error[E-TRC-002]: no session found matching suffix 'dddd' in workdir"
     );
 }
+
+#[test]
+fn the_original_murmurs_records_layout_is_found_with_no_flags() {
+    // Murmur 0.8 keeps a run's records in ~/.murmur/records/<canonical workdir>/<ses>/, the
+    // workdir being <manifest dir>/workdir; that folder itself may be gone.
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let project = tmp.path().join("proj");
+    fs::create_dir_all(&project).unwrap();
+    let canonical = fs::canonicalize(&project).unwrap().join("workdir");
+    let records = home
+        .join(".murmur/records")
+        .join(canonical.strip_prefix("/").unwrap());
+    session(A, &["bash"]).write_in(&records);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["trace", "steps"])
+        .current_dir(&project)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        first_line(&String::from_utf8_lossy(&out.stdout)),
+        format!("Session {A}  (1 task, 2 turns)")
+    );
+}

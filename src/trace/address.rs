@@ -139,7 +139,18 @@ pub fn resolve(address: Option<&str>, workdir: &Path) -> Result<PathBuf, Diagnos
 /// A work folder that does not exist or holds no session is `E-TRC-002`.
 pub fn sessions(workdir: &Path) -> Result<Vec<SessionDir>, Diagnostic> {
     let murmur = workdir.join(".murmur");
-    if !workdir.is_dir() {
+    // Records of `~/.murmur/records/<workdir>/` (this mur's `--workdir` runs, and every run of
+    // the original Murmur 0.8, which mirrors the canonical path) outlive the work folder.
+    let absolute = std::path::absolute(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+    let mut roots: Vec<PathBuf> = crate::capsule::records_root_for(&absolute)
+        .into_iter()
+        .collect();
+    if let Ok(canonical) = std::fs::canonicalize(&absolute) {
+        if canonical != absolute {
+            roots.extend(crate::capsule::records_root_for(&canonical));
+        }
+    }
+    if !workdir.is_dir() && !roots.iter().any(|r| r.is_dir()) {
         return Err(Diagnostic::error(
             "E-TRC-002",
             format!("no sessions found: workdir {} does not exist", workdir.display()),
@@ -150,9 +161,8 @@ pub fn sessions(workdir: &Path) -> Result<Vec<SessionDir>, Diagnostic> {
     }
     let mut out = Vec::new();
     scan(&murmur, &mut out);
-    let absolute = std::path::absolute(workdir).unwrap_or_else(|_| workdir.to_path_buf());
-    if let Some(home) = crate::capsule::records_root_for(&absolute) {
-        scan(&home, &mut out);
+    for root in &roots {
+        scan(root, &mut out);
     }
     let mut old = Vec::new();
     scan(workdir, &mut old);
