@@ -10,6 +10,7 @@ pub mod contain;
 pub mod diagnostic;
 pub mod door;
 pub mod drivers;
+pub mod explain;
 pub mod files;
 #[doc(hidden)]
 pub mod hostile;

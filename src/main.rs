@@ -94,6 +94,12 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Explain a diagnostic code: its cause, an example and the fix.
+    #[command(after_help = "Examples:\n  mur explain E-RUN-008\n  mur explain w-sec-019")]
+    Explain {
+        /// The code, e.g. E-RUN-008.
+        code: String,
+    },
     /// Print the man page (roff).
     #[command(after_help = "Example:\n  mur man > ~/.local/share/man/man1/mur.1")]
     Man,
@@ -161,6 +167,7 @@ fn main() -> ExitCode {
             mur::out!("{}", String::from_utf8_lossy(&out));
             0
         }
+        Command::Explain { code } => mur::explain::run(&code),
         Command::Man => {
             let mut out = Vec::new();
             match clap_mangen::Man::new(Cli::command()).render(&mut out) {

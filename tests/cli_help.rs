@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 
-const SUBCOMMANDS: [&str; 8] = [
+const SUBCOMMANDS: [&str; 9] = [
     "run",
     "doctor",
     "trace",
@@ -13,6 +13,7 @@ const SUBCOMMANDS: [&str; 8] = [
     "install",
     "list",
     "completions",
+    "explain",
     "man",
 ];
 
@@ -103,4 +104,43 @@ fn run_and_doctor_print_one_json_object_with_json() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["status"], "failed");
     assert_eq!(v["session"], serde_json::Value::Null);
+}
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_code_the_code_can_print_is_explained() {
+    let code = regex::Regex::new(r"\b[EW]-[A-Z]+-[0-9]{3}\b").unwrap();
+    let mut files = Vec::new();
+    sources(&repo().join("src"), &mut files);
+    sources(&repo().join("actors/src"), &mut files);
+    let mut missing = std::collections::BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for m in code.find_iter(&text) {
+            if mur::explain::entry(m.as_str()).is_none() {
+                missing.insert(format!("{} ({})", m.as_str(), f.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "codes docs/errors.md does not explain: {missing:#?}"
+    );
+    let out = mur().args(["explain", "E-RUN-008"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("E-RUN-008\n\nDeclared artifacts are in neither"));
+    let out = mur().args(["explain", "E-XYZ-999"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error: 'E-XYZ-999' is not a mur diagnostic code"));
 }
