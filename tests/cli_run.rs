@@ -502,3 +502,38 @@ fn a_named_file_that_is_a_device_is_refused_by_run_and_doctor() {
         stderr(&doctor)
     );
 }
+
+#[test]
+fn a_verbose_run_logs_its_lifecycle_and_every_failed_call() {
+    let p = Project::new();
+    p.write(
+        "murmur.yaml",
+        &scripted_manifest("t", "capabilities:\n  shell:\n    allow: [bash]\n"),
+    );
+    p.write(
+        "script.yaml",
+        "turns:\n  - call: [{tool: nope, input: {}}]\n  - say: done\n",
+    );
+    let quiet = p
+        .mur_cmd(&["run", "--task", "x"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    assert_eq!(stderr(&quiet), "", "without -v, nothing but warnings");
+    let out = p
+        .mur_cmd(&["run", "--task", "x", "-v"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = stderr(&out);
+    for needle in [
+        " session_start capsule_name=t",
+        " tool_call turn=0 tool_name=nope status=error ",
+        " session_end exit_status=ok ",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    assert!(!err.contains(" inference "), "model calls are -vv: {err}");
+}

@@ -765,6 +765,12 @@ fn log_event(session: &str, event: &TraceEvent) {
         "session_start" | "session_end" | "delegation_start" | "delegation" | "artifact_pulled"
         | "artifact_removed" | "plan_start" | "plan_end" => Level::INFO,
         "call_denied" => Level::WARN,
+        // A failed or refused call stands out at -v, beside the lifecycle lines.
+        "tool_call" | "skill_call"
+            if event.fields.get("status").and_then(|v| v.as_str()) == Some("error") =>
+        {
+            Level::INFO
+        }
         _ => Level::DEBUG,
     };
     let summary = || {
