@@ -297,6 +297,46 @@ pub fn unpack_with_limits(bytes: &[u8], label: &str, limits: ZipLimits) -> Resul
     Ok(payload)
 }
 
+/// What a payload declares, read without unpacking it: its packed manifest, checked against the
+/// entry names the manifest implies (`bin/<name>`, `skill.md`). Only `murmur.yaml` is
+/// decompressed, so a listing can judge a thousand stored payloads as a pull would judge one
+/// (what `unpack` alone refuses, such as an unsafe entry name or an oversized entry, is still
+/// refused by the pull itself).
+pub fn peek(bytes: &[u8], label: &str) -> Result<PackedManifest, String> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes))
+        .map_err(|e| format!("{label} is not a readable .mur.zip: {e}"))?;
+    let limits = ZipLimits::default();
+    let text = {
+        let entry = archive
+            .by_name(MANIFEST_ENTRY)
+            .map_err(|_| format!("{label} has no murmur.yaml at its root"))?;
+        let mut data = Vec::new();
+        entry
+            .take(limits.entry_bytes + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| format!("{label}: entry 'murmur.yaml' cannot be read: {e}"))?;
+        String::from_utf8(data).map_err(|_| format!("{label}: murmur.yaml is not UTF-8 text"))?
+    };
+    let manifest = parse_packed_manifest(&text, &format!("{label}: murmur.yaml"))?;
+    let names: std::collections::HashSet<&str> = archive
+        .file_names()
+        .map(|n| n.trim_end_matches('/'))
+        .collect();
+    if let PackedManifest::Artifact(m) = &manifest {
+        let needed = if m.runtime == ArtifactRuntime::Skill {
+            Some("skill.md".to_string())
+        } else if m.implementation == Implementation::Native {
+            Some(format!("bin/{}", m.name))
+        } else {
+            None
+        };
+        if let Some(path) = needed.filter(|p| !names.contains(p.as_str())) {
+            return Err(format!("{label}: the payload has no {path}"));
+        }
+    }
+    Ok(manifest)
+}
+
 /// Parses a packed manifest: an artifact manifest when it has `runtime:`, else a capsule's.
 pub fn parse_packed_manifest(text: &str, label: &str) -> Result<PackedManifest, String> {
     if let Some((line, col, why)) = crate::manifest::depth::too_costly(text) {
@@ -559,6 +599,29 @@ mod tests {
             e,
             "t.mur.zip lists 3 entries but only 2 distinct names: an entry name appears twice; refused"
         );
+    }
+
+    #[test]
+    fn peek_reads_the_manifest_and_checks_the_entry_it_names() {
+        let z = zip_entries(vec![
+            ("murmur.yaml".into(), tool_yaml(), false),
+            ("bin/t".into(), b"#!/bin/sh\n".to_vec(), true),
+        ])
+        .unwrap();
+        assert_eq!(peek(&z, "t.mur.zip").unwrap().name(), "t");
+        let z = zip_entries(vec![("murmur.yaml".into(), tool_yaml(), false)]).unwrap();
+        assert_eq!(
+            peek(&z, "t.mur.zip").map(|m| m.name().to_string()),
+            Err("t.mur.zip: the payload has no bin/t".into())
+        );
+        let z = zip_entries(vec![("murmur.yaml".into(), skill_yaml(), false)]).unwrap();
+        assert_eq!(
+            peek(&z, "s.mur.zip").map(|m| m.name().to_string()),
+            Err("s.mur.zip: the payload has no skill.md".into())
+        );
+        assert!(peek(b"not a zip", "x.mur.zip")
+            .unwrap_err()
+            .starts_with("x.mur.zip is not a readable .mur.zip"));
     }
 
     #[test]

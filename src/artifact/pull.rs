@@ -69,31 +69,34 @@ pub(super) fn store_fit(
     if !v.has_host_payload() {
         return Err(no_payload_reason(name, &v.version));
     }
-    let stored = store
-        .get(name, &v.version)?
+    let bytes = store
+        .peek_bytes(name, &v.version)?
         .ok_or_else(|| no_payload_reason(name, &v.version))?;
-    let payload = unpack(
-        &stored.bytes,
-        &format!("{name}@{} ({})", v.version, store.label()),
-    )?;
-    if let Some(why) = packs_another(name, &v.version, store.label(), &payload) {
+    let manifest =
+        super::payload::peek(&bytes, &format!("{name}@{} ({})", v.version, store.label()))?;
+    if let Some(why) = packs_another(name, &v.version, store.label(), &manifest) {
         return Err(why);
     }
-    if let PackedManifest::Artifact(m) = &payload.manifest {
+    if let PackedManifest::Artifact(m) = &manifest {
         if m.runtime == ArtifactRuntime::Tool && m.implementation == Implementation::Wasm {
             return Err(wasm_reason(name, &v.version));
         }
     }
-    Ok(payload.manifest.role())
+    Ok(manifest.role())
 }
 
 /// The refusal of a payload whose packed manifest names another artifact or version.
-fn packs_another(name: &ArtifactName, v: &str, from: &str, payload: &Payload) -> Option<String> {
-    (payload.manifest.name() != name.name() || payload.manifest.version() != v).then(|| {
+fn packs_another(
+    name: &ArtifactName,
+    v: &str,
+    from: &str,
+    manifest: &PackedManifest,
+) -> Option<String> {
+    (manifest.name() != name.name() || manifest.version() != v).then(|| {
         format!(
             "{name}@{v} ({from}) packs '{}@{}' in its murmur.yaml, not {}@{v}",
-            payload.manifest.name(),
-            payload.manifest.version(),
+            manifest.name(),
+            manifest.version(),
             name.name()
         )
     })
@@ -541,7 +544,7 @@ impl PullService {
         };
         let payload = unpack(&bytes, &format!("{name}@{v} ({from})"))
             .map_err(|e| format!("not-fetched: {e}"))?;
-        if let Some(why) = packs_another(name, v, &from, &payload) {
+        if let Some(why) = packs_another(name, v, &from, &payload.manifest) {
             return Err(format!("not-fetched: {why}"));
         }
         let packaging = format!("{} payload", payload.manifest.kind());

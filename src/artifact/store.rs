@@ -185,6 +185,29 @@ impl Store {
         Ok(None)
     }
 
+    /// The bytes of `name@version` for this host (tagged, else untagged), unchecked: for
+    /// judging what a payload declares; whatever runs is read through [`Store::get`].
+    pub fn peek_bytes(
+        &self,
+        name: &ArtifactName,
+        version: &str,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let dir = self.version_dir(name, version);
+        let host = host_platform();
+        for platform in [Some(host.as_str()), None] {
+            let zip = dir.join(format!(
+                "{}.mur.zip",
+                file_stem(name.name(), version, platform)
+            ));
+            match crate::files::read_capped(&zip, crate::files::ARCHIVE_CAP) {
+                Ok(b) => return Ok(Some(b)),
+                Err(e) if e.not_found() => continue,
+                Err(e) => return Err(format!("cannot read {}: {e}", zip.display())),
+            }
+        }
+        Ok(None)
+    }
+
     /// Every version of `name` held, newest first.
     pub fn versions(&self, name: &ArtifactName) -> Vec<StoreVersion> {
         let base = self.root.join(name.scope()).join(name.name());
