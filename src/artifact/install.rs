@@ -45,8 +45,9 @@ pub struct Installer {
     client: Option<GithubClient>,
     /// Print nothing per artifact (`--json` prints [`Installer::installed`] at the end).
     pub quiet: bool,
-    /// Each artifact filed and pinned, in order: `{artifact, version, from, adopted_from}`.
-    pub installed: std::sync::Mutex<Vec<serde_json::Value>>,
+    /// Each artifact filed and pinned, in order: `{artifact, version, from,
+    /// adopted_from_session}`.
+    pub installed: Vec<serde_json::Value>,
 }
 
 /// The nearest folder at or above `start` holding `murmur.yaml`.
@@ -171,11 +172,14 @@ impl Installer {
     }
 
     /// Resolves `name[@version]`: target store, then the other store, then the scope's source.
-    /// True when the target store or the global store holds `name@version` (checked bytes).
+    /// True when the target store or the global store holds a payload of `name@version` for
+    /// this host (installing it then checks its bytes).
     pub fn holds(&self, name: &ArtifactName, version: &str) -> bool {
-        [self.target(), &self.global_store]
-            .iter()
-            .any(|s| matches!(s.get(name, version), Ok(Some(_))))
+        [self.target(), &self.global_store].iter().any(|s| {
+            s.versions(name)
+                .iter()
+                .any(|v| v.version == version && v.has_host_payload())
+        })
     }
 
     async fn resolve(
@@ -338,7 +342,7 @@ impl Installer {
     }
 
     /// Files and pins one resolved artifact; prints what happened.
-    fn commit(&self, r: Ready) -> Result<(), Diagnostic> {
+    fn commit(&mut self, r: Ready) -> Result<(), Diagnostic> {
         let version = r.payload.manifest.version().to_string();
         if r.payload.manifest.name() != r.name.name() {
             return Err(Diagnostic::error(
@@ -393,15 +397,12 @@ impl Installer {
                 }
             })?;
         }
-        self.installed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(serde_json::json!({
-                "artifact": r.name.to_string(),
-                "version": version,
-                "from": r.from,
-                "adopted_from_session": adopted,
-            }));
+        self.installed.push(serde_json::json!({
+            "artifact": r.name.to_string(),
+            "version": version,
+            "from": r.from,
+            "adopted_from_session": adopted,
+        }));
         if !self.quiet {
             crate::outln!("Installed {}@{version} from {}", r.name, r.from);
             if let Some(ses) = adopted {
@@ -422,7 +423,7 @@ impl Installer {
     }
 
     /// Installs a `.mur.zip` file as `local/<packed name>`.
-    pub fn install_file(&self, path: &Path) -> Result<(), Diagnostic> {
+    pub fn install_file(&mut self, path: &Path) -> Result<(), Diagnostic> {
         let bytes = crate::files::read_capped(path, crate::files::ARCHIVE_CAP).map_err(|e| {
             let code = if e.not_found() {
                 "E-IO-001"

@@ -78,9 +78,69 @@ impl Outcome {
     /// Records and prints one failure; returns the exit code 1.
     fn fail(&mut self, artifact: Option<&str>, d: &Diagnostic) -> i32 {
         crate::errln!("{d}");
+        self.record(artifact, d);
+        1
+    }
+
+    /// Records one failure for `--json` (printed by the caller).
+    fn record(&mut self, artifact: Option<&str>, d: &Diagnostic) {
         let mut v = d.to_json();
         v["artifact"] = serde_json::json!(artifact);
         self.failed.push(v);
+    }
+
+    /// The exit code of a one-reference install.
+    fn settle(&mut self, reference: Option<&str>, result: Result<(), Diagnostic>) -> i32 {
+        match result {
+            Ok(()) => 0,
+            Err(d) => self.fail(reference, &d),
+        }
+    }
+
+    /// Reports the no-argument install; returns its exit code.
+    fn declared(&mut self, result: Result<Declared, Vec<Diagnostic>>, json: bool) -> i32 {
+        let d = match result {
+            Err(diags) => {
+                for d in diags.iter().filter(|d| d.is_error()) {
+                    self.fail(None, d);
+                }
+                return 1;
+            }
+            Ok(d) => d,
+        };
+        let n = d.installed;
+        if d.failed.is_empty() {
+            let line = if n > 0 {
+                format!("installed {n} artifact{}", if n == 1 { "" } else { "s" })
+            } else if d.built_in.is_empty() {
+                "No artifacts in manifest.".to_string()
+            } else {
+                format!(
+                    "Nothing to install: murmur.yaml declares only {} built into mur, which need{} no fetching.",
+                    d.built_in.join(", "),
+                    if d.built_in.len() == 1 { "s" } else { "" }
+                )
+            };
+            if !json {
+                crate::outln!("{line}");
+            }
+            if n == 0 {
+                self.note = Some(line);
+            }
+            return 0;
+        }
+        crate::errln!(
+            "{} of {} artifacts failed to install:",
+            d.failed.len(),
+            n + d.failed.len()
+        );
+        for (what, e) in &d.failed {
+            crate::errln!("  {what}:");
+            for line in e.to_string().lines() {
+                crate::errln!("    {line}");
+            }
+            self.record(Some(what), e);
+        }
         1
     }
 }
@@ -125,81 +185,26 @@ fn install(reference: Option<&str>, global: bool, json: bool, out: &mut Outcome)
             Err(d) => return out.fail(reference, &d),
         };
         inst.quiet = json;
-        let result = match parsed {
-            Some(InstallRef::Name(n, v)) => inst.install_name(&n, v.as_deref()).await,
-            Some(InstallRef::File(p)) => inst.install_file(&p),
-            Some(InstallRef::Github { owner, repo, tag }) => {
-                inst.install_github(&owner, &repo, &tag).await.map(|_| ())
+        let code = match parsed {
+            Some(InstallRef::Name(n, v)) => {
+                out.settle(reference, inst.install_name(&n, v.as_deref()).await)
             }
+            Some(InstallRef::File(p)) => out.settle(reference, inst.install_file(&p)),
+            Some(InstallRef::Github { owner, repo, tag }) => out.settle(
+                reference,
+                inst.install_github(&owner, &repo, &tag).await.map(|_| ()),
+            ),
             None if global => {
                 let d = Diagnostic::error("E-IO-003", "mur install -g needs an artifact reference");
                 out.fail(None, &d);
-                return 2;
+                2
             }
             None => {
-                let code = match install_declared(&mut inst).await {
-                    Err(diags) => {
-                        for d in diags.iter().filter(|d| d.is_error()) {
-                            out.fail(None, d);
-                        }
-                        1
-                    }
-                    Ok(d) if d.installed == 0 && d.failed.is_empty() => {
-                        let note = if d.built_in.is_empty() {
-                            "No artifacts in manifest.".to_string()
-                        } else {
-                            format!(
-                                "Nothing to install: murmur.yaml declares only {} built into mur, which need{} no fetching.",
-                                d.built_in.join(", "),
-                                if d.built_in.len() == 1 { "s" } else { "" }
-                            )
-                        };
-                        if !json {
-                            crate::outln!("{note}");
-                        }
-                        out.note = Some(note);
-                        0
-                    }
-                    Ok(Declared {
-                        installed: n,
-                        failed: f,
-                        ..
-                    }) if f.is_empty() => {
-                        if !json {
-                            crate::outln!("installed {n} artifact{}", if n == 1 { "" } else { "s" });
-                        }
-                        0
-                    }
-                    Ok(Declared {
-                        installed: n,
-                        failed: f,
-                        ..
-                    }) => {
-                        crate::errln!(
-                            "{} of {} artifacts failed to install:",
-                            f.len(),
-                            n + f.len()
-                        );
-                        for (what, d) in f {
-                            crate::errln!("  {what}:");
-                            for line in d.to_string().lines() {
-                                crate::errln!("    {line}");
-                            }
-                            let mut v = d.to_json();
-                            v["artifact"] = serde_json::json!(what);
-                            out.failed.push(v);
-                        }
-                        1
-                    }
-                };
-                out.installed = std::mem::take(&mut *inst.installed.lock().unwrap_or_else(|p| p.into_inner()));
-                return code;
+                let declared = install_declared(&mut inst).await;
+                out.declared(declared, json)
             }
         };
-        out.installed = std::mem::take(&mut *inst.installed.lock().unwrap_or_else(|p| p.into_inner()));
-        match result {
-            Ok(()) => 0,
-            Err(d) => out.fail(reference, &d),
-        }
+        out.installed = std::mem::take(&mut inst.installed);
+        code
     })
 }

@@ -322,19 +322,25 @@ pub fn peek(bytes: &[u8], label: &str) -> Result<PackedManifest, String> {
         .file_names()
         .map(|n| n.trim_end_matches('/'))
         .collect();
-    if let PackedManifest::Artifact(m) = &manifest {
-        let needed = if m.runtime == ArtifactRuntime::Skill {
-            Some("skill.md".to_string())
-        } else if m.implementation == Implementation::Native {
-            Some(format!("bin/{}", m.name))
-        } else {
-            None
-        };
-        if let Some(path) = needed.filter(|p| !names.contains(p.as_str())) {
-            return Err(format!("{label}: the payload has no {path}"));
-        }
+    if let Some(path) = required_entry(&manifest).filter(|p| !names.contains(p.as_str())) {
+        return Err(format!("{label}: the payload has no {path}"));
     }
     Ok(manifest)
+}
+
+/// The file a payload must hold beside its manifest: `skill.md` for a skill, `bin/<name>` for a
+/// native tool or hook; none for a capsule or a WebAssembly component.
+fn required_entry(manifest: &PackedManifest) -> Option<String> {
+    let PackedManifest::Artifact(m) = manifest else {
+        return None;
+    };
+    if m.runtime == ArtifactRuntime::Skill {
+        Some("skill.md".to_string())
+    } else if m.implementation == Implementation::Native {
+        Some(format!("bin/{}", m.name))
+    } else {
+        None
+    }
 }
 
 /// Parses a packed manifest: an artifact manifest when it has `runtime:`, else a capsule's.
@@ -379,23 +385,19 @@ pub fn parse_packed_manifest(text: &str, label: &str) -> Result<PackedManifest, 
 /// Checks that the files the manifest implies are there: `bin/<name>` for a native tool or
 /// hook, `skill.md` for a skill.
 fn check_shape(p: &Payload, label: &str) -> Result<(), String> {
-    let PackedManifest::Artifact(m) = &p.manifest else {
+    let Some(path) = required_entry(&p.manifest).filter(|path| p.file(path).is_none()) else {
         return Ok(());
     };
-    if m.runtime == ArtifactRuntime::Skill {
-        if p.file("skill.md").is_none() {
-            return Err(format!(
-                "{label}: a skill payload needs skill.md at its root"
-            ));
-        }
-    } else if m.implementation == Implementation::Native && p.file(&p.native_entry()).is_none() {
-        return Err(format!(
-            "{label}: a native {} payload needs its program at {}",
-            m.runtime,
-            p.native_entry()
-        ));
+    match &p.manifest {
+        PackedManifest::Artifact(m) if m.runtime == ArtifactRuntime::Skill => Err(format!(
+            "{label}: a skill payload needs skill.md at its root"
+        )),
+        PackedManifest::Artifact(m) => Err(format!(
+            "{label}: a native {} payload needs its program at {path}",
+            m.runtime
+        )),
+        PackedManifest::Capsule(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// Builds a deterministic `.mur.zip` from `(path, bytes, executable)` entries (sorted, fixed

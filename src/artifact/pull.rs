@@ -53,8 +53,9 @@ pub fn reserved_sentence(name: &ArtifactName) -> String {
 }
 
 /// Whether a store version fits this mur, judged as a pull judges it: the sidecar first, then
-/// the payload itself (its hash, its packed name and version, its packaging), so a listing
-/// never offers what the pull would refuse. `Ok` carries the payload's role word.
+/// what the payload declares (`payload::peek`: its packed name and version, its packaging, the
+/// program or `skill.md` it names), so a listing never offers what the pull would refuse. The
+/// bytes' hash is the pull's to check. `Ok` carries the payload's role word.
 pub(super) fn store_fit(
     store: &Store,
     name: &ArtifactName,
@@ -185,19 +186,24 @@ struct Fetched {
 }
 
 impl PullService {
-    /// Every version of `name` the stores hold, project store first.
-    pub(super) fn store_candidates(&self, name: &ArtifactName) -> Vec<(Candidate, StoreVersion)> {
+    /// The versions of `name` the stores hold (only `version` when one is asked for, so a pull
+    /// of one version judges only that one), project store first.
+    pub(super) fn store_candidates(
+        &self,
+        name: &ArtifactName,
+        version: Option<&str>,
+    ) -> Vec<Candidate> {
         let mut out = Vec::new();
         for (i, store) in self.stores.iter().enumerate() {
             for v in store.versions(name) {
-                out.push((
-                    Candidate {
-                        version: v.version.clone(),
-                        held: Held::Store(i),
-                        fit: store_fit(store, name, &v).map(|_| ()),
-                    },
-                    v,
-                ));
+                if version.is_some_and(|want| want != v.version) {
+                    continue;
+                }
+                out.push(Candidate {
+                    fit: store_fit(store, name, &v).map(|_| ()),
+                    version: v.version,
+                    held: Held::Store(i),
+                });
             }
         }
         out
@@ -352,7 +358,7 @@ impl PullService {
         ),
         String,
     > {
-        let stored = self.store_candidates(name);
+        let stored = self.store_candidates(name, version);
         let from_sources = install.from_sources();
         let src = if from_sources {
             self.sources.source_for(name.scope())
@@ -370,8 +376,8 @@ impl PullService {
             }
         };
         if let Some(v) = version {
-            if let Some((c, _)) = stored.iter().find(|(c, _)| c.version == v) {
-                return Ok((c.clone(), None, None, None));
+            if let Some(c) = stored.into_iter().next() {
+                return Ok((c, None, None, None));
             }
             let Some(src) = src else {
                 return Err(format!(
@@ -408,7 +414,7 @@ impl PullService {
             return Ok((cand, Some(src), Some(art), Some(client)));
         }
 
-        let mut cands: Vec<Candidate> = stored.into_iter().map(|(c, _)| c).collect();
+        let mut cands = stored;
         let mut source_note = None;
         let mut index: Option<(Index, GithubClient)> = None;
         if let Some(src) = &src {

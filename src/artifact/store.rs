@@ -79,6 +79,16 @@ pub struct Stored {
     pub meta: Option<Meta>,
 }
 
+/// The payload file a store holds for this host, read but not checked.
+struct HostPayload {
+    /// `<name>-<version>[-<platform>]`: the sidecars are named after it.
+    stem: String,
+    /// The `.mur.zip` bytes.
+    bytes: Vec<u8>,
+    /// The platform tag, `None` for the untagged payload.
+    platform: Option<String>,
+}
+
 /// One version folder of an artifact in a store.
 #[derive(Clone, Debug)]
 pub struct StoreVersion {
@@ -143,46 +153,70 @@ impl Store {
         self.root.join(name.scope()).join(name.name()).join(version)
     }
 
-    /// Reads `name@version` for this host: the payload tagged with the host's platform, else
-    /// the untagged one. `Ok(None)` when neither is held; `Err` when one is held but its
-    /// sidecar is missing or does not match the bytes.
-    pub fn get(&self, name: &ArtifactName, version: &str) -> Result<Option<Stored>, String> {
+    /// The payload of `name@version` for this host (tagged with the host's platform, else
+    /// untagged); `Ok(None)` when neither is held. Nothing is checked.
+    fn read_host_payload(
+        &self,
+        name: &ArtifactName,
+        version: &str,
+    ) -> Result<Option<HostPayload>, String> {
         let dir = self.version_dir(name, version);
         let host = host_platform();
         for platform in [Some(host.as_str()), None] {
             let stem = file_stem(name.name(), version, platform);
             let zip = dir.join(format!("{stem}.mur.zip"));
-            let bytes = match crate::files::read_capped(&zip, crate::files::ARCHIVE_CAP) {
-                Ok(b) => b,
+            match crate::files::read_capped(&zip, crate::files::ARCHIVE_CAP) {
+                Ok(bytes) => {
+                    return Ok(Some(HostPayload {
+                        stem,
+                        bytes,
+                        platform: platform.map(str::to_string),
+                    }))
+                }
                 Err(e) if e.not_found() => continue,
                 Err(e) => return Err(format!("cannot read {}: {e}", zip.display())),
-            };
-            let side = dir.join(format!("{stem}.sha256"));
-            let recorded = std::fs::read_to_string(&side)
-                .map_err(|e| format!("cannot read {}: {e}", side.display()))?
-                .trim()
-                .to_ascii_lowercase();
-            if recorded.is_empty() {
-                return Err(format!("{} is empty", side.display()));
             }
-            let actual = sha256_hex(&bytes);
-            if actual != recorded {
-                return Err(format!(
-                    "artifact integrity check failed for {name}@{version}: the reported hash does \
-                     not match the bytes ({} records {recorded}, the file hashes to {actual})",
-                    side.display()
-                ));
-            }
-            let meta = read_meta(&dir.join(format!("{stem}.meta.json")));
-            return Ok(Some(Stored {
-                bytes,
-                sha256: actual,
-                platform: platform.map(str::to_string),
-                path: zip,
-                meta,
-            }));
         }
         Ok(None)
+    }
+
+    /// Reads `name@version` for this host: the payload tagged with the host's platform, else
+    /// the untagged one. `Ok(None)` when neither is held; `Err` when one is held but its
+    /// sidecar is missing or does not match the bytes.
+    pub fn get(&self, name: &ArtifactName, version: &str) -> Result<Option<Stored>, String> {
+        let Some(HostPayload {
+            stem,
+            bytes,
+            platform,
+        }) = self.read_host_payload(name, version)?
+        else {
+            return Ok(None);
+        };
+        let dir = self.version_dir(name, version);
+        let side = dir.join(format!("{stem}.sha256"));
+        let recorded = std::fs::read_to_string(&side)
+            .map_err(|e| format!("cannot read {}: {e}", side.display()))?
+            .trim()
+            .to_ascii_lowercase();
+        if recorded.is_empty() {
+            return Err(format!("{} is empty", side.display()));
+        }
+        let actual = sha256_hex(&bytes);
+        if actual != recorded {
+            return Err(format!(
+                "artifact integrity check failed for {name}@{version}: the reported hash does \
+                 not match the bytes ({} records {recorded}, the file hashes to {actual})",
+                side.display()
+            ));
+        }
+        let meta = read_meta(&dir.join(format!("{stem}.meta.json")));
+        Ok(Some(Stored {
+            bytes,
+            sha256: actual,
+            platform,
+            path: dir.join(format!("{stem}.mur.zip")),
+            meta,
+        }))
     }
 
     /// The bytes of `name@version` for this host (tagged, else untagged), unchecked: for
@@ -192,20 +226,7 @@ impl Store {
         name: &ArtifactName,
         version: &str,
     ) -> Result<Option<Vec<u8>>, String> {
-        let dir = self.version_dir(name, version);
-        let host = host_platform();
-        for platform in [Some(host.as_str()), None] {
-            let zip = dir.join(format!(
-                "{}.mur.zip",
-                file_stem(name.name(), version, platform)
-            ));
-            match crate::files::read_capped(&zip, crate::files::ARCHIVE_CAP) {
-                Ok(b) => return Ok(Some(b)),
-                Err(e) if e.not_found() => continue,
-                Err(e) => return Err(format!("cannot read {}: {e}", zip.display())),
-            }
-        }
-        Ok(None)
+        Ok(self.read_host_payload(name, version)?.map(|p| p.bytes))
     }
 
     /// Every version of `name` held, newest first.

@@ -134,6 +134,16 @@ pub enum CommitPolicy {
 }
 
 impl CommitPolicy {
+    /// Every policy, in the order the manifest words are listed.
+    pub const ALL: [CommitPolicy; 6] = [
+        CommitPolicy::None,
+        CommitPolicy::Deny,
+        CommitPolicy::WriteManifests,
+        CommitPolicy::ReplaceContext,
+        CommitPolicy::ReopenTask,
+        CommitPolicy::SeedContext,
+    ];
+
     /// The manifest word, e.g. `deny`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -420,22 +430,14 @@ pub fn parse_artifact_manifest(
         Some(w) if w == "async" => ExecutionMode::Async,
         _ => ExecutionMode::Blocking,
     };
-    let policies = [
-        "none",
-        "deny",
-        "write-manifests",
-        "replace-context",
-        "reopen-task",
-        "seed-context",
-    ];
-    let commit_policy = match b.word(&mut ctx, "commit_policy", &policies).as_deref() {
-        Some("deny") => CommitPolicy::Deny,
-        Some("write-manifests") => CommitPolicy::WriteManifests,
-        Some("replace-context") => CommitPolicy::ReplaceContext,
-        Some("reopen-task") => CommitPolicy::ReopenTask,
-        Some("seed-context") => CommitPolicy::SeedContext,
-        _ => CommitPolicy::None,
-    };
+    let commit_policy = b
+        .word(
+            &mut ctx,
+            "commit_policy",
+            &CommitPolicy::ALL.map(CommitPolicy::as_str),
+        )
+        .and_then(|w| CommitPolicy::ALL.into_iter().find(|p| p.as_str() == w))
+        .unwrap_or_default();
     let is_hook = runtime == Some(ArtifactRuntime::Hook);
     for key in ["binding", "execution_mode", "commit_policy"] {
         if !is_hook && runtime.is_some() && b.get(key).is_some() {

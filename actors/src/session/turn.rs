@@ -325,10 +325,9 @@ impl SessionState {
         };
         // A pull's `artifact_pulled` line comes before its `tool_call` line, as upstream
         // writes them.
-        if let Some(Effect::ToolsChanged(_)) = &d.effect {
-            if let Some(Effect::ToolsChanged(change)) = d.effect.take() {
-                self.tools_changed(*change);
-            }
+        match d.effect.take() {
+            Some(Effect::ToolsChanged(change)) => self.tools_changed(*change),
+            other => d.effect = other,
         }
         self.emit(ev);
         if let Some(sh) = shell {
@@ -390,7 +389,7 @@ impl SessionState {
                     .with("outcome", "refused")
                     .with("reason", reason),
             ),
-            // Recorded before the tool_call line, above.
+            // A tools change was taken (and recorded) before the tool_call line, above.
             Some(Effect::ToolsChanged(_)) | Some(Effect::CallDenied(_)) | None => {}
         }
         let text = match result {
