@@ -143,6 +143,12 @@ fn resolve_declared(loaded: &LoadedManifest) -> Result<Vec<Resolved<'_>>, Diagno
     let project = &loaded.dir;
     let home = murmur_home()?;
     let stores = [Store::project(project), Store::global(&home)];
+    // What each store holds, listed once: a manifest declaring thousands of artifacts costs
+    // two folder listings, not a failed open per artifact and store.
+    let held: Vec<std::collections::HashSet<ArtifactName>> = stores
+        .iter()
+        .map(|s| s.names().into_iter().collect())
+        .collect();
     let lock = read_lock(project)?;
     let system_prompt = m
         .inference
@@ -189,7 +195,10 @@ fn resolve_declared(loaded: &LoadedManifest) -> Result<Vec<Resolved<'_>>, Diagno
             )));
         }
         let mut found = None;
-        for store in &stores {
+        for (store, held) in stores.iter().zip(&held) {
+            if !held.contains(name) {
+                continue;
+            }
             match store.get(name, version) {
                 Ok(Some(s)) => {
                     found = Some(s);
