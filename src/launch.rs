@@ -72,15 +72,18 @@ pub async fn launch(
 
     let records = spec.paths.records_dir.clone();
     // The root's folders are created here so an unwritable place is a clear error, not a
-    // session that fails with nowhere to write its trace.
-    for dir in [&spec.paths.records_dir, &spec.paths.workdir] {
-        if let Err(e) = std::fs::create_dir_all(dir) {
+    // session that fails with nowhere to write its trace. The folders that gained the records'
+    // new folders are flushed (the session's end covers its own folder's); the work folder is
+    // the commands'.
+    let made = mur_actors::durable::create_dirs(&spec.paths.records_dir)
+        .map_err(|e| format!("cannot create {}: {e}", spec.paths.records_dir.display()))
+        .and_then(|made| mur_actors::durable::flush_made(&made));
+    let workdir = std::fs::create_dir_all(&spec.paths.workdir)
+        .map_err(|e| format!("cannot create {}: {e}", spec.paths.workdir.display()));
+    for made in [made, workdir] {
+        if let Err(e) = made {
             stop(sup, sup_handle).await;
-            return Err(Diagnostic::error(
-                "E-IO-002",
-                format!("cannot create {}: {e}", dir.display()),
-            )
-            .with_hint(format!(
+            return Err(Diagnostic::error("E-IO-002", e).with_hint(format!(
                 "the session folder {} must be creatable and writable; pass --workdir to put it elsewhere",
                 records.display()
             )));

@@ -8,15 +8,7 @@ use std::process::Command;
 use common::*;
 
 fn setup(example: &str) -> Project {
-    let p = Project::example(example);
-    let out = Command::new("bash")
-        .arg("setup.sh")
-        .current_dir(p.path())
-        .env("MUR", env!("CARGO_BIN_EXE_mur"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    p
+    Project::example_set_up(example)
 }
 
 fn delegation_lines(t: &[serde_json::Value]) -> Vec<(String, String)> {

@@ -12,8 +12,8 @@
 //! behind thousands of sessions that are starting: [`Lane::Begin`] for a session's folder,
 //! staged files and trace file, [`Lane::End`] for its result file.
 //!
-//! Syncs (`fsync`, `syncfs`) take no lane: one can take seconds, and a queue of creates must
-//! not wait behind it.
+//! Flushes (`fsync`, [`crate::durable`]) take no lane: one can take seconds, and a queue of
+//! creates must not wait behind it.
 
 use tokio::sync::Semaphore;
 

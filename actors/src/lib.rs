@@ -9,6 +9,7 @@
 
 pub mod delegation;
 pub mod dispatcher;
+pub mod durable;
 pub mod fence;
 pub mod file_lane;
 pub mod ids;

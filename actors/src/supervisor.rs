@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use crate::delegation::{
     CapsuleResolver, ChildRequest, DelegationOutcome, OutcomeStatus, StartedChild,
 };
+use crate::durable::{RecordSync, SessionRecords};
 use crate::registry::{Registry, RegistryMsg};
 use crate::session::{
     truncate, ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals,
@@ -122,7 +123,11 @@ pub struct SupervisorState {
     live: HashMap<String, u32>,
     root: Option<String>,
     root_report: Option<oneshot::Sender<SessionReport>>,
+    /// The root's records folder, flushed here if the root crashes.
+    root_records: Option<std::path::PathBuf>,
     door: Option<Door>,
+    /// The tree's record flushes, shared by every session it starts.
+    records: RecordSync,
 }
 
 impl SupervisorState {
@@ -168,7 +173,9 @@ impl Actor for Supervisor {
             live: HashMap::new(),
             root: None,
             root_report: None,
+            root_records: None,
             door: None,
+            records: RecordSync::new(),
         })
     }
 
@@ -181,6 +188,7 @@ impl Actor for Supervisor {
         match msg {
             SupervisorMsg::StartRoot { spec, reply } => {
                 let session_id = spec.session_id.clone();
+                let records_dir = spec.paths.records_dir.clone();
                 let me = myself.clone();
                 let args = SessionArgs {
                     spec: *spec,
@@ -189,6 +197,7 @@ impl Actor for Supervisor {
                     }),
                     supervisor: Some(myself.clone()),
                     registry: Some(state.registry.clone()),
+                    records: state.records.clone(),
                 };
                 match Actor::spawn_linked(None, Session, args, myself.get_cell()).await {
                     Ok((session, _)) => {
@@ -197,6 +206,7 @@ impl Actor for Supervisor {
                         state.sessions.insert(session_id.clone(), session);
                         state.root = Some(session_id);
                         state.root_report = Some(tx);
+                        state.root_records = Some(records_dir);
                         let _ = reply.send(Ok(rx));
                     }
                     Err(e) => {
@@ -257,9 +267,13 @@ impl Actor for Supervisor {
                     request.parent_session_id.clone(),
                 );
                 // Resolve and start off the mailbox: thousands of children start concurrently.
+                let shared = TreeShared {
+                    registry: state.registry.clone(),
+                    records: state.records.clone(),
+                };
                 tokio::spawn(start_child(
                     myself.clone(),
-                    state.registry.clone(),
+                    shared,
                     resolver,
                     *request,
                     parent,
@@ -291,19 +305,34 @@ impl Actor for Supervisor {
             state.forget(&id);
             // A session that panicked still produces an outcome. (A clean stop always reports
             // first; its report may still be queued behind this higher-priority event.)
-            if failure.is_some() && state.root_report.is_some() && state.root.as_ref() == Some(&id)
-            {
-                state.deliver_root(SessionReport {
-                    session_id: id,
-                    exit_status: ExitStatus::Failed,
-                    result: format!(
-                        "error: the session crashed: {}",
-                        failure.unwrap_or_default()
-                    ),
-                    totals: Totals::default(),
-                    duration_ms: 0,
-                    trace_error: None,
-                });
+            if failure.is_some() && state.root.as_ref() == Some(&id) {
+                if let Some(tx) = state.root_report.take() {
+                    let mut report = SessionReport {
+                        session_id: id,
+                        exit_status: ExitStatus::Failed,
+                        result: format!(
+                            "error: the session crashed: {}",
+                            failure.unwrap_or_default()
+                        ),
+                        totals: Totals::default(),
+                        duration_ms: 0,
+                        trace_error: None,
+                    };
+                    // It never flushed its records: the whole tree is flushed (once every line
+                    // it appended is written) before the report leaves.
+                    if let Some(dir) = state.root_records.clone() {
+                        let mut records = SessionRecords::new(dir, &[]);
+                        records.drain_first = true;
+                        state.records.submit(records);
+                    }
+                    let sync = state.records.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = sync.settle().await {
+                            report.trace_error = Some(e);
+                        }
+                        let _ = tx.send(report);
+                    });
+                }
             }
         }
         Ok(())
@@ -337,10 +366,16 @@ fn check_bounds(state: &SupervisorState, r: &ChildRequest) -> Option<String> {
     None
 }
 
+/// What every session of the tree shares: the Registry for pulls, the tree's record flushes.
+struct TreeShared {
+    registry: ActorRef<RegistryMsg>,
+    records: RecordSync,
+}
+
 /// Resolve the child's spec, spawn it under its parent, and answer the delegate-task call.
 async fn start_child(
     supervisor: ActorRef<SupervisorMsg>,
-    registry: ActorRef<RegistryMsg>,
+    shared: TreeShared,
     resolver: Arc<dyn CapsuleResolver>,
     request: ChildRequest,
     parent: ActorRef<SessionMsg>,
@@ -397,7 +432,8 @@ async fn start_child(
         spec,
         report,
         supervisor: Some(supervisor.clone()),
-        registry: Some(registry),
+        registry: Some(shared.registry),
+        records: shared.records,
     };
     match Actor::spawn_linked(None, Session, args, parent.get_cell()).await {
         Ok((child, _)) => {

@@ -38,6 +38,19 @@ impl Project {
         p
     }
 
+    /// A copy of `examples/<name>` after its `setup.sh` ran (with `MUR` set to this `mur`).
+    pub fn example_set_up(name: &str) -> Project {
+        let p = Project::example(name);
+        let out = Command::new("bash")
+            .arg("setup.sh")
+            .current_dir(p.path())
+            .env("MUR", env!("CARGO_BIN_EXE_mur"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        p
+    }
+
     /// The folder.
     pub fn path(&self) -> &Path {
         self.dir.path()

@@ -77,15 +77,16 @@ impl SessionState {
                 .with("delegated_output_tokens", self.delegated.1);
         }
         self.emit(end);
-        // The root syncs the filesystem once (covering every child's trace); children only
-        // make sure their lines are written.
-        let durability = if self.spec.spawned_by.is_none() {
-            Durability::Filesystem
-        } else {
-            Durability::Written
-        };
-        if let Err(e) = self.trace.sync(durability).await {
+        // Every session's lines are written, then its records flushed in the background; the
+        // root waits for its whole tree's flushes.
+        if let Err(e) = self.trace.sync(Durability::Written).await {
             trace_error.get_or_insert(e);
+        }
+        self.record_sync.submit(self.records.clone());
+        if self.spec.spawned_by.is_none() {
+            if let Err(e) = self.record_sync.settle().await {
+                trace_error.get_or_insert(e);
+            }
         }
         SessionReport {
             session_id: self.spec.session_id.clone(),
@@ -118,12 +119,13 @@ impl SessionState {
         }
     }
 
-    /// The children still running at the end have reported (or the wait ran out): sync what
-    /// they wrote after this session's own sync (the root only), report, and stop.
+    /// The children still running at the end have reported (or the wait ran out): wait for
+    /// the flushes of what they wrote after this session's own end (the root only), report,
+    /// and stop.
     pub(super) async fn drained(&mut self, myself: &ActorRef<SessionMsg>) {
         if let Some(mut report) = self.held_report.take() {
             if self.spec.spawned_by.is_none() {
-                if let Err(e) = self.trace.sync(Durability::Filesystem).await {
+                if let Err(e) = self.record_sync.settle().await {
                     report.trace_error.get_or_insert(e);
                 }
             }

@@ -28,6 +28,7 @@ use crate::dispatcher::{
     CallKind, CallRequest, CallResult, Dispatched, Dispatcher, DispatcherArgs, DispatcherMsg,
     Effect,
 };
+use crate::durable::{self, RecordSync, SessionRecords};
 use crate::file_lane::{self, Lane};
 use crate::ids;
 use crate::model::{
@@ -179,6 +180,9 @@ pub struct SessionArgs {
     pub supervisor: Option<ActorRef<SupervisorMsg>>,
     /// The process's Registry (for pulls); `None` runs without pulls.
     pub registry: Option<ActorRef<crate::registry::RegistryMsg>>,
+    /// The tree's record flushes: the session hands its records to it when it ends, and the
+    /// root waits for the whole tree's.
+    pub records: RecordSync,
 }
 
 /// The session actor.
@@ -227,6 +231,25 @@ pub struct SessionState {
     tools_bytes: usize,
     /// The first model call was sent from `pre_start`.
     first_call_sent: bool,
+    /// The tree's record flushes.
+    record_sync: RecordSync,
+    /// What this session leaves to be flushed when it ends (the folders it made are added by
+    /// staging).
+    records: SessionRecords,
+}
+
+/// What a session's end flushes: its records folder, less its children's folders and a work
+/// folder inside it.
+fn own_records(paths: &crate::spec::SessionPaths) -> SessionRecords {
+    let dir = paths.records_dir.clone();
+    let mut skip = vec![dir.join("children")];
+    if paths.workdir != dir && paths.workdir.starts_with(&dir) {
+        skip.push(paths.workdir.clone());
+    }
+    SessionRecords {
+        skip,
+        ..SessionRecords::new(dir, &[])
+    }
 }
 
 /// Forwards a driver's retry notes to the session as messages.
@@ -280,16 +303,14 @@ impl SessionState {
         let trace = self.trace.clone();
         let owns_workdir = self.spec.owns_workdir;
         let work = move || {
-            // A session holding no tool runs no command: its work folder is never made.
-            let dirs: &[&std::path::PathBuf] =
-                if paths.workdir == paths.records_dir || tools.is_empty() {
-                    &[&paths.records_dir]
-                } else {
-                    &[&paths.records_dir, &paths.workdir]
-                };
-            for dir in dirs {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            // Only the records' folders are flushed at the end; the work folder is the
+            // commands'. A session holding no tool runs no command: its work folder is never
+            // made.
+            let made = durable::create_dirs(&paths.records_dir)
+                .map_err(|e| format!("cannot create {}: {e}", paths.records_dir.display()))?;
+            if paths.workdir != paths.records_dir && !tools.is_empty() {
+                std::fs::create_dir_all(&paths.workdir)
+                    .map_err(|e| format!("cannot create {}: {e}", paths.workdir.display()))?;
             }
             staging::stage(&paths.records_dir, &tools, task.as_deref(), &capsule)
                 .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))?;
@@ -297,9 +318,13 @@ impl SessionState {
                 staging::link_tools(&paths.workdir, &paths.records_dir)
                     .map_err(|e| format!("cannot stage {}: {e}", paths.workdir.display()))?;
             }
-            trace.create()
+            trace.create().map(|()| made)
         };
-        file_lane::run(Lane::Begin, work).await.unwrap_or_else(Err)
+        let made = file_lane::run(Lane::Begin, work)
+            .await
+            .unwrap_or_else(Err)?;
+        self.records.gained = SessionRecords::new(self.records.dir.clone(), &made).gained;
+        Ok(())
     }
 
     pub(super) fn push_message(&mut self, message: Message) {
@@ -523,6 +548,8 @@ impl Actor for Session {
             draining: false,
             refresh_tools: false,
             tools_bytes: tools_json.len(),
+            record_sync: args.records,
+            records: own_records(&spec.paths),
             spec,
         })
     }
@@ -709,6 +736,12 @@ impl Actor for Session {
                 OutcomeStatus::Crashed,
                 truncate(&err.to_string(), 2000),
             ) {
+                // A crashed child never flushed its records: flush its whole folder (its own
+                // children's included) once every line it appended is written.
+                let dir = o.child_records_dir.clone();
+                let mut records = SessionRecords::new(dir, &[]);
+                records.drain_first = true;
+                state.record_sync.submit(records);
                 if let Some(sup) = &state.supervisor {
                     let _ = sup.send_message(SupervisorMsg::ChildGone {
                         session_id: o.child_session_id.clone(),

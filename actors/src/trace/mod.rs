@@ -10,11 +10,10 @@
 //! Durability policy ([`TraceWriter::sync`] with a [`Durability`]): lines are written as they
 //! arrive, so they survive the process (a crash or Ctrl-C of `mur` loses at most the lines
 //! appended in the last moment, not yet handed to the kernel). Surviving the *machine* needs an
-//! fsync: the root session asks for [`Durability::Filesystem`] once its `task_end` and
-//! `session_end` are written, which is one `syncfs(2)` covering its own trace and every child's
-//! trace on that filesystem (a group commit: ten thousand children cost one sync, not ten
-//! thousand). Children ask for [`Durability::Written`]: their lines are in the kernel's page cache
-//! and reach the disk with the root's sync. Syncs run on the blocking pool, never on a runtime
+//! fsync: each session, once its `task_end` and `session_end` are written, hands its records to
+//! [`crate::durable::RecordSync`], which flushes exactly those files and folders in the
+//! background; the root waits for its whole tree once (a group commit: ten thousand children
+//! cost about one barrier's worth of waiting, not ten thousand). Syncs never run on a runtime
 //! thread.
 
 use serde::Serialize;
@@ -101,7 +100,7 @@ fn push_json(out: &mut String, v: &Value) {
 
 mod writer;
 
-pub use writer::{written_all, Durability, TraceWriter};
+pub use writer::{written_all, written_all_blocking, Durability, TraceWriter};
 
 #[cfg(test)]
 mod tests {

@@ -41,10 +41,8 @@ use super::TraceEvent;
 pub enum Durability {
     /// Written to the kernel (survives the process, not a power loss).
     Written,
-    /// `fsync` of this file.
+    /// `fdatasync` of this file.
     File,
-    /// `syncfs` of the filesystem holding this file (this trace and its children's).
-    Filesystem,
 }
 
 /// The only writer of one `trace.jsonl`: a cheap handle, cloned into everything that emits the
@@ -400,7 +398,7 @@ impl TraceWriter {
     }
 
     /// Make every line appended so far durable to the given degree; answers the first error
-    /// met. `fsync`/`syncfs` run on the blocking pool, never on a runtime thread or the trace
+    /// met. An `fdatasync` runs on the blocking pool, never on a runtime thread or the trace
     /// thread.
     pub async fn sync(&self, durability: Durability) -> Result<(), String> {
         let file = match self.barrier().await? {
@@ -408,14 +406,11 @@ impl TraceWriter {
             _ => return Ok(()),
         };
         let path = self.inner.path.display().to_string();
-        tokio::task::spawn_blocking(move || match durability {
-            Durability::Filesystem => syncfs(&file),
-            _ => file.sync_data(),
-        })
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()))
-        .map_err(|e| format!("trace sync failed: {path}: {e}"))
+        tokio::task::spawn_blocking(move || file.sync_data())
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+            .map_err(|e| format!("trace sync failed: {path}: {e}"))
     }
 }
 
@@ -428,15 +423,12 @@ pub async fn written_all() {
     let _ = done.await;
 }
 
-/// `syncfs(2)` on the filesystem holding `file`.
-fn syncfs(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: syncfs only reads the descriptor, which `file` keeps open for the call.
-    if unsafe { libc::syncfs(file.as_raw_fd()) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+/// [`written_all`] for a thread outside the runtime (the record flushers): blocks until every
+/// line appended anywhere in the process so far is written.
+pub fn written_all_blocking() {
+    let (reply, done) = oneshot::channel();
+    send(Job::Drain(reply));
+    let _ = done.blocking_recv();
 }
 
 #[cfg(test)]
