@@ -146,21 +146,23 @@ impl RecordSync {
     pub async fn settle(&self) -> Result<(), String> {
         loop {
             self.outstanding_done().await;
-            let (files, folders) = {
+            let paths: Vec<Flush> = {
                 let mut state = self.inner.lock();
-                let files = std::mem::take(&mut state.files);
+                let files = std::mem::take(&mut state.files)
+                    .into_iter()
+                    .map(Flush::File);
                 let folders: Vec<PathBuf> = state.folders.drain().collect();
-                state.outstanding += files.len().div_ceil(BATCH) + folders.len().div_ceil(BATCH);
-                (files, folders)
+                let paths: Vec<Flush> = files
+                    .chain(folders.into_iter().map(Flush::Folder))
+                    .collect();
+                state.outstanding += paths.len().div_ceil(BATCH);
+                paths
             };
-            if files.is_empty() && folders.is_empty() {
+            if paths.is_empty() {
                 break;
             }
-            for batch in files.chunks(BATCH) {
-                self.push(Work::Files(batch.to_vec()));
-            }
-            for batch in folders.chunks(BATCH) {
-                self.push(Work::Folders(batch.to_vec()));
+            for batch in paths.chunks(BATCH) {
+                self.push(Work::Flush(batch.to_vec()));
             }
         }
         match &self.inner.lock().error {
@@ -252,10 +254,17 @@ struct Job {
 enum Work {
     /// List a session's records and start their writeback.
     List(SessionRecords),
-    /// `fdatasync` these files.
-    Files(Vec<PathBuf>),
-    /// `fsync` these folders.
-    Folders(Vec<PathBuf>),
+    /// Flush these files and folders.
+    Flush(Vec<Flush>),
+}
+
+/// One path to flush.
+#[derive(Clone)]
+enum Flush {
+    /// `fdatasync`.
+    File(PathBuf),
+    /// `fsync`.
+    Folder(PathBuf),
 }
 
 /// What listing a session's records found.
@@ -338,8 +347,14 @@ impl Pool {
                 }
                 list(&records.dir, &records.skip, &mut listed).err()
             }
-            Work::Files(files) => files.iter().filter_map(|f| sync_file(f).err()).next(),
-            Work::Folders(folders) => folders.iter().filter_map(|f| sync_folder(f).err()).next(),
+            // Every path is flushed, whatever failed before it; the first error is kept.
+            Work::Flush(paths) => paths.iter().fold(None, |first, p| {
+                let result = match p {
+                    Flush::File(f) => sync_file(f),
+                    Flush::Folder(f) => sync_folder(f),
+                };
+                first.or(result.err())
+            }),
         };
         job.tree.finished(error, listed);
     }

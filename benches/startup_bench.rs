@@ -1,0 +1,239 @@
+//! Start to exit of short `mur` runs, each next to its floor measured the same way in the same
+//! run: `cargo bench --bench startup_bench`.
+//!
+//! Every figure is the median wall time of `MUR_BENCH_ITERS` (default 40) runs of a real process,
+//! spawned and waited for by this bench; peak RSS is the child's own (`wait4`). The floors are
+//! this bench binary re-executed in a floor mode, so they pay for a process of the same kind:
+//!
+//! - `mur --version` against an empty program;
+//! - `mur run`, scripted model, one turn, against a bare tokio start (a multi-thread runtime that
+//!   runs nothing);
+//! - `mur run`, one HTTP turn (the OpenAI driver against the fake provider on loopback), against
+//!   a tokio start plus one loopback POST without TLS, answered by the same server.
+//!
+//! Session folders go to `/dev/shm` when it is a tmpfs (the runtime's own figure), else `TMPDIR`.
+//! Targets (issue 14): scripted ≤ 3 ms, HTTP ≤ 5 ms, peak RSS of the HTTP run ≤ 8 MiB.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_provider::{FakeProvider, Fallback};
+
+/// Environment variable that turns this binary into one of the floor programs.
+const FLOOR: &str = "MUR_STARTUP_FLOOR";
+
+fn main() {
+    if let Ok(mode) = std::env::var(FLOOR) {
+        floor(&mode);
+        return;
+    }
+    let iters: usize = std::env::var("MUR_BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("a temporary folder");
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let fake = rt
+        .block_on(FakeProvider::start(Vec::new()))
+        .expect("the fake provider starts");
+    fake.set_fallback(Some(Fallback::Text("done".into())));
+    let endpoint = fake.openai_endpoint();
+
+    let scripted = project(base.path(), "scripted", &scripted_manifest());
+    let http = project(base.path(), "http", &http_manifest(&endpoint));
+    let me = std::env::current_exe().expect("the bench's own path");
+    let mur = PathBuf::from(env!("CARGO_BIN_EXE_mur"));
+
+    println!(
+        "startup_bench: median of {iters} runs each, folders in {}",
+        base.path().display()
+    );
+    println!(
+        "{:<44} {:>9} {:>9} {:>9} {:>9}",
+        "figure", "now", "target", "floor", "peak RSS"
+    );
+    let version = measure(iters, || {
+        let mut c = Command::new(&mur);
+        c.arg("--version");
+        c
+    });
+    let empty = measure(iters, || {
+        let mut c = Command::new(&me);
+        c.env(FLOOR, "empty");
+        c
+    });
+    row("mur --version", &version, None, &empty);
+    let one = measure(iters, || run_cmd(&mur, &scripted));
+    let tokio_start = measure(iters, || {
+        let mut c = Command::new(&me);
+        c.env(FLOOR, "tokio");
+        c
+    });
+    row(
+        "mur run, scripted model, one turn",
+        &one,
+        Some(3.0),
+        &tokio_start,
+    );
+    let turn = measure(iters, || run_cmd(&mur, &http));
+    let post = measure(iters, || {
+        let mut c = Command::new(&me);
+        c.env(FLOOR, format!("post {endpoint}/chat/completions"));
+        c
+    });
+    row("mur run, one HTTP turn", &turn, Some(5.0), &post);
+    println!(
+        "peak RSS of the one-HTTP-turn run: {:.1} MiB (target 8 MiB; the POST floor {:.1} MiB)",
+        turn.rss_mib, post.rss_mib
+    );
+    drop(fake);
+}
+
+/// One measured command: median wall time and the largest peak RSS over the runs.
+struct Figure {
+    median_ms: f64,
+    rss_mib: f64,
+}
+
+fn row(name: &str, now: &Figure, target: Option<f64>, floor: &Figure) {
+    let target = target.map_or("-".to_string(), |t| format!("{t:.1} ms"));
+    println!(
+        "{name:<44} {:>6.2} ms {target:>9} {:>6.2} ms {:>6.1} MiB",
+        now.median_ms, floor.median_ms, now.rss_mib
+    );
+}
+
+/// Run `make()` `iters` times (after one warm-up), each to its end.
+// Each child is reaped by `wait4` (for its own peak RSS), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn measure(iters: usize, make: impl Fn() -> Command) -> Figure {
+    let mut times = Vec::with_capacity(iters);
+    let mut rss_kib = 0;
+    for i in 0..=iters {
+        let mut cmd = make();
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let child = cmd.spawn().expect("the command starts");
+        let (status, maxrss) = wait4(child.id() as libc::pid_t);
+        let took = started.elapsed();
+        if status != 0 {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("{cmd:?} failed (wait status {status}): {err}");
+        }
+        if i > 0 {
+            times.push(took);
+            rss_kib = rss_kib.max(maxrss);
+        }
+    }
+    times.sort();
+    let median: Duration = times[times.len() / 2];
+    Figure {
+        median_ms: median.as_secs_f64() * 1000.0,
+        rss_mib: rss_kib as f64 / 1024.0,
+    }
+}
+
+/// Wait for `pid`; answers its wait status and peak RSS (KiB).
+fn wait4(pid: libc::pid_t) -> (i32, i64) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes only the two structs we pass, and `pid` is our own child.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    (status, usage.ru_maxrss)
+}
+
+fn run_cmd(mur: &Path, project: &Path) -> Command {
+    let mut c = Command::new(mur);
+    c.args(["run", "--task", "hi"]).current_dir(project);
+    c
+}
+
+fn project(base: &Path, name: &str, manifest: &str) -> PathBuf {
+    let dir = base.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+    std::fs::write(dir.join("script.yaml"), "turns:\n  - say: done\n").unwrap();
+    dir
+}
+
+fn scripted_manifest() -> String {
+    "name: one
+version: \"0.1.0\"
+artifacts:
+  - name: mur/driver-script
+    version: \"0.1.0\"
+    runtime: driver
+    config:
+      script: script.yaml
+inference:
+  transport: http
+  model: scripted
+  driver:
+    artifact: mur/driver-script
+"
+    .to_string()
+}
+
+fn http_manifest(endpoint: &str) -> String {
+    format!(
+        "name: one
+version: \"0.1.0\"
+artifacts:
+  - name: murmur/driver-openai
+    version: \"0.19.0\"
+    runtime: driver
+    gateway:
+      endpoint: {endpoint}
+      keyless: true
+inference:
+  transport: http
+  model: local-model
+  retry:
+    max_retries: 0
+  driver:
+    artifact: murmur/driver-openai
+"
+    )
+}
+
+/// The floor programs.
+fn floor(mode: &str) {
+    match mode.split_once(' ') {
+        None if mode == "empty" => {}
+        None if mode == "tokio" => {
+            let rt = tokio::runtime::Runtime::new().expect("a runtime");
+            rt.block_on(async {});
+        }
+        Some(("post", url)) => {
+            let rt = tokio::runtime::Runtime::new().expect("a runtime");
+            rt.block_on(async {
+                let client = mur::tls::client_builder(url).build().expect("a client");
+                let body = r#"{"model":"local-model","messages":[{"role":"user","content":"hi"}]}"#;
+                let reply = client
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .expect("the POST is answered");
+                let _ = reply.bytes().await.expect("the reply is read");
+            });
+        }
+        _ => panic!("unknown {FLOOR} mode '{mode}'"),
+    }
+}
