@@ -125,6 +125,10 @@ impl RecordSync {
     /// List `records` and start their writeback in the background; [`RecordSync::settle`]
     /// flushes them.
     pub fn submit(&self, mut records: SessionRecords) {
+        if in_memory(&records.dir) {
+            // Nothing there outlives the machine: there is nothing to flush.
+            return;
+        }
         let gained = std::mem::take(&mut records.gained);
         {
             let mut state = self.inner.lock();
@@ -208,6 +212,34 @@ impl Tree {
                 let _ = w.send(());
             }
         }
+    }
+}
+
+/// `path` is on a filesystem held in memory (tmpfs, ramfs), where a flush is a no-op: listing
+/// and flushing ten thousand children's records there only costs the run CPU. Answers false
+/// when it cannot tell (the records are then flushed).
+fn in_memory(path: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        const TMPFS_MAGIC: i64 = 0x0102_1994;
+        const RAMFS_MAGIC: i64 = 0x8584_58f6;
+        let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: an all-zero statfs is a valid value for statfs to fill in.
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: statfs reads the path and writes only the struct we pass.
+        if unsafe { libc::statfs(c.as_ptr(), &mut fs) } != 0 {
+            return false;
+        }
+        let kind = fs.f_type as i64;
+        kind == TMPFS_MAGIC || kind == RAMFS_MAGIC
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        false
     }
 }
 
@@ -442,6 +474,31 @@ fn observe(_path: &Path) {
 mod tests {
     use super::*;
 
+    /// A temporary folder on a disk (flushes are skipped in memory): the system's, unless it
+    /// is a tmpfs, else one beside the test binary.
+    fn on_disk() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        if !in_memory(tmp.path()) {
+            return tmp;
+        }
+        let exe = std::env::current_exe().unwrap();
+        tempfile::tempdir_in(exe.parent().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn records_in_memory_are_not_flushed() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() || !in_memory(shm) {
+            return;
+        }
+        let tmp = tempfile::tempdir_in(shm).unwrap();
+        std::fs::write(tmp.path().join("trace.jsonl"), "{}\n").unwrap();
+        let sync = RecordSync::new();
+        sync.submit(SessionRecords::new(tmp.path().to_path_buf(), &[]));
+        assert_eq!(sync.inner.lock().outstanding, 0);
+        assert!(!in_memory(on_disk().path()));
+    }
+
     fn observed_under(dir: &Path) -> Vec<PathBuf> {
         let mut seen: Vec<PathBuf> = OBSERVED
             .lock()
@@ -488,7 +545,7 @@ mod tests {
 
     #[tokio::test]
     async fn settle_waits_for_every_file_and_folder_of_each_session_and_nothing_else() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = on_disk();
         let base = tmp.path().join("records");
         let sync = RecordSync::new();
         let mut sessions = Vec::new();
@@ -526,7 +583,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_flush_that_fails_is_reported_by_settle_naming_the_path() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = on_disk();
         // A records "folder" that is a file: it cannot be listed (root included).
         let dir = tmp.path().join("ses_1");
         std::fs::write(&dir, "not a folder").unwrap();

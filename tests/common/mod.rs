@@ -31,6 +31,14 @@ impl Project {
         }
     }
 
+    /// An empty project on the disk the build is on (`CARGO_TARGET_TMPDIR`), for tests that
+    /// need a real filesystem where `TMPDIR` may be a tmpfs.
+    pub fn on_disk() -> Project {
+        Project {
+            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+        }
+    }
+
     /// A copy of `examples/<name>`.
     pub fn example(name: &str) -> Project {
         let p = Project::new();
@@ -40,15 +48,25 @@ impl Project {
 
     /// A copy of `examples/<name>` after its `setup.sh` ran (with `MUR` set to this `mur`).
     pub fn example_set_up(name: &str) -> Project {
-        let p = Project::example(name);
+        Project::example(name).set_up()
+    }
+
+    /// This project with a copy of `examples/<name>` in it.
+    pub fn with_example(self, name: &str) -> Project {
+        copy_dir(&repo().join("examples").join(name), self.path());
+        self
+    }
+
+    /// This project after its `setup.sh` ran (with `MUR` set to this `mur`).
+    pub fn set_up(self) -> Project {
         let out = Command::new("bash")
             .arg("setup.sh")
-            .current_dir(p.path())
+            .current_dir(self.path())
             .env("MUR", env!("CARGO_BIN_EXE_mur"))
             .output()
             .unwrap();
         assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        p
+        self
     }
 
     /// The folder.
