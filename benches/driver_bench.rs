@@ -49,7 +49,7 @@ fn request(model: &str, turns: usize, tools: usize) -> InferRequest {
         model: model.into(),
         max_tokens: 1024,
         system: "You are a test.".into(),
-        messages: Arc::new(messages),
+        messages: messages.into(),
         tools: Arc::new(tools),
         prompt_cache_key: None,
     }

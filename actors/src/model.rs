@@ -6,7 +6,8 @@
 //! with `text` / `tool_call` / `thinking` blocks, tool results as `role: tool` messages, and a
 //! reply with a `stop_reason` and optional `usage`.
 
-use std::sync::Arc;
+use std::any::Any;
+use std::sync::{Arc, Mutex, TryLockError};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -102,6 +103,114 @@ pub fn joined_text(content: &[ContentBlock]) -> String {
         .join("\n")
 }
 
+/// The conversation of one session: messages that only ever grow at the end, shared cheaply,
+/// with a slot where a model driver keeps its wire encoding of them between calls.
+///
+/// Why the slot lives here and not in the driver: a driver may serve many sessions at once
+/// (`Arc<dyn ModelDriver>` shared by children), and a cache inside it would have to tell their
+/// histories apart and evict them. Kept inside the history's own allocation, an encoding can
+/// only ever describe *these* messages, and it is freed with them.
+///
+/// Why the encoding can be trusted: the only way to change a `History` is [`History::push`].
+/// When the history is not shared, the message is appended in place (the encoded prefix stays
+/// exact); when it is shared, the pusher gets a fresh copy with an empty slot, and every other
+/// holder keeps the unchanged messages it had. So the messages a slot sits next to never
+/// change, they only grow at the end. There is deliberately no way to edit or remove a
+/// message: a future compaction must build a new `History` (with an empty slot).
+///
+/// `Clone` is a reference count; a shared history costs no copy until someone pushes to it.
+#[derive(Clone, Default)]
+pub struct History(Arc<HistoryInner>);
+
+#[derive(Default)]
+struct HistoryInner {
+    messages: Vec<Message>,
+    /// One driver's encoding state (its type says whose); see [`History::with_encoding`].
+    encoding: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl History {
+    /// Appends a message. In place when this is the only handle to the history; otherwise the
+    /// messages are copied first (and the copy starts with an empty encoding slot), so other
+    /// holders never see a change.
+    pub fn push(&mut self, message: Message) {
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => inner.messages.push(message),
+            None => {
+                let mut messages = Vec::with_capacity(self.0.messages.len() + 1);
+                messages.extend_from_slice(&self.0.messages);
+                messages.push(message);
+                self.0 = Arc::new(HistoryInner {
+                    messages,
+                    encoding: Mutex::new(None),
+                });
+            }
+        }
+    }
+
+    /// Runs `encode` with the messages and the encoding state of type `T` kept with them.
+    ///
+    /// The state is whatever the last call with the same `T` left (or `T::default()` the first
+    /// time, or after a call with another type replaced it: two encoders sharing one history
+    /// take turns, correctly but without reuse). Since the messages only grow at the end, a
+    /// state that records "the first `n` messages encode to these bytes" stays true. If another
+    /// call holds the slot at that moment, or one panicked inside it, `encode` gets a fresh
+    /// default state instead (never a half-written one): the slot is a cache, never a source of
+    /// truth, and the lock is never waited on.
+    pub fn with_encoding<T, R>(&self, encode: impl FnOnce(&mut T, &[Message]) -> R) -> R
+    where
+        T: Any + Send + Default,
+    {
+        let messages = &self.0.messages[..];
+        let mut slot = match self.0.encoding.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => {
+                let mut slot = poisoned.into_inner();
+                *slot = None;
+                self.0.encoding.clear_poison();
+                slot
+            }
+            Err(TryLockError::WouldBlock) => return encode(&mut T::default(), messages),
+        };
+        if !slot.as_ref().is_some_and(|s| s.is::<T>()) {
+            *slot = Some(Box::new(T::default()));
+        }
+        match slot.as_mut().and_then(|s| s.downcast_mut::<T>()) {
+            Some(state) => encode(state, messages),
+            None => encode(&mut T::default(), messages),
+        }
+    }
+}
+
+impl From<Vec<Message>> for History {
+    fn from(messages: Vec<Message>) -> History {
+        History(Arc::new(HistoryInner {
+            messages,
+            encoding: Mutex::new(None),
+        }))
+    }
+}
+
+impl std::ops::Deref for History {
+    type Target = [Message];
+
+    fn deref(&self) -> &[Message] {
+        &self.0.messages
+    }
+}
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.messages.iter()).finish()
+    }
+}
+
+impl Serialize for History {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.messages.serialize(serializer)
+    }
+}
+
 /// One entry of the tool array offered to the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -123,8 +232,9 @@ pub struct InferRequest {
     pub max_tokens: u32,
     /// The whole system prompt (runtime block + operator prompt). Shared: the same every turn.
     pub system: Arc<str>,
-    /// The conversation so far. Shared so a turn costs no copy of the history.
-    pub messages: Arc<Vec<Message>>,
+    /// The conversation so far. Shared so a turn costs no copy of the history, and carrying
+    /// the driver's encoding of it so a turn costs no re-encoding either ([`History`]).
+    pub messages: History,
     /// The held tool array. Shared: byte-identical between refreshes.
     pub tools: Arc<Vec<ToolSpec>>,
     /// Key for provider prompt caches (`<name>:<version>[:<context>]`).
@@ -288,4 +398,79 @@ pub trait ModelDriver: Send + Sync {
         request: &InferRequest,
         retries: &dyn RetrySink,
     ) -> Result<InferReply, InferError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An encoding state that records which messages it saw.
+    #[derive(Default)]
+    struct Seen(Vec<String>);
+
+    fn texts(messages: &[Message]) -> Vec<String> {
+        messages.iter().map(|m| joined_text(m.content())).collect()
+    }
+
+    /// Records the messages in the slot; returns what the slot held before.
+    fn record(h: &History) -> Vec<String> {
+        h.with_encoding(|seen: &mut Seen, messages| std::mem::replace(&mut seen.0, texts(messages)))
+    }
+
+    #[test]
+    fn a_push_to_an_unshared_history_keeps_its_slot() {
+        let mut h = History::from(vec![Message::user_text("a")]);
+        assert!(record(&h).is_empty());
+        h.push(Message::user_text("b"));
+        assert_eq!(record(&h), ["a"]);
+        assert_eq!(texts(&h), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_push_to_a_shared_history_copies_it_with_an_empty_slot() {
+        let mut h = History::from(vec![Message::user_text("a")]);
+        record(&h);
+        let other = h.clone();
+        h.push(Message::user_text("b"));
+        assert_eq!(texts(&other), ["a"], "the other holder sees no change");
+        assert_eq!(record(&other), ["a"], "and keeps its slot");
+        assert!(record(&h).is_empty(), "the copy starts with an empty slot");
+        assert_eq!(texts(&h), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_slot_of_another_type_is_replaced() {
+        let h = History::from(vec![Message::user_text("a")]);
+        record(&h);
+        h.with_encoding(|n: &mut u32, _| *n += 1);
+        assert!(record(&h).is_empty());
+    }
+
+    #[test]
+    fn a_busy_slot_gives_a_fresh_state_and_a_panic_clears_it() {
+        let h = History::from(vec![Message::user_text("a")]);
+        record(&h);
+        // Reentered while held: the inner call gets a fresh state, never waits.
+        let inner = h.with_encoding(|_: &mut Seen, _| record(&h));
+        assert!(inner.is_empty());
+        assert_eq!(record(&h), ["a"]);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            h.with_encoding(|seen: &mut Seen, _| {
+                seen.0.push("half-written".into());
+                panic!("encoder failed");
+            })
+        }));
+        assert!(panicked.is_err());
+        assert!(record(&h).is_empty(), "a slot a panic left is forgotten");
+        assert_eq!(record(&h), ["a"]);
+    }
+
+    #[test]
+    fn a_history_serializes_as_its_messages() {
+        let h = History::from(vec![Message::user_text("a")]);
+        assert_eq!(
+            serde_json::to_string(&h).unwrap(),
+            serde_json::to_string(&*h.0.messages).unwrap()
+        );
+    }
 }

@@ -10,7 +10,8 @@ if ! command -v "$MUR" >/dev/null 2>&1; then
 fi
 cargo build --release --quiet --manifest-path tool-edit/Cargo.toml
 mkdir -p tool-edit/package/bin
-cp tool-edit/target/release/tool-edit tool-edit/package/bin/tool-edit
+# cargo puts the binary under CARGO_TARGET_DIR when it is set (relative to this folder, as here).
+cp "${CARGO_TARGET_DIR:-tool-edit/target}/release/tool-edit" tool-edit/package/bin/tool-edit
 "$MUR" build tool-edit/package -o tool-edit-0.2.0.mur.zip
 "$MUR" install ./tool-edit-0.2.0.mur.zip
 # The capsule does not declare the tool (it pulls it), so nothing pins it yet: drop the operator

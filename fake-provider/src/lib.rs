@@ -19,6 +19,7 @@ mod server;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use record::{secret_digest, RecordedRequest};
@@ -32,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) fallback: Mutex<Option<Fallback>>,
     /// Every request received, in arrival order.
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
+    /// Whether records keep the body (see [`FakeProvider::keep_bodies`]).
+    pub(crate) keep_bodies: AtomicBool,
     /// Flipped to true to release every [`Reply::Hang`] and end the server.
     pub(crate) release: tokio::sync::watch::Sender<bool>,
 }
@@ -62,6 +65,7 @@ impl FakeProvider {
             script: Mutex::new(script.into_iter().collect()),
             fallback: Mutex::new(fallback),
             requests: Mutex::new(Vec::new()),
+            keep_bodies: AtomicBool::new(true),
             release,
         });
         let accept = tokio::spawn(server::accept_loop(listener, shared.clone()));
@@ -105,6 +109,17 @@ impl FakeProvider {
     /// A snapshot of every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Whether each record keeps the request body (`raw_body`, `body`); on by default.
+    ///
+    /// Benches that send hundreds of long requests turn it off: the server then reads each
+    /// body whole and drops it, parsing it only if a fallback reply must look at it. Kept, a
+    /// 300-turn session's bodies and their parsed trees grow the process by ~100 MB, and that
+    /// work and growth (fresh pages, a colder cache on the two cores the client shares) show up
+    /// in the client's figures, where the server's own time is meant to be netted out.
+    pub fn keep_bodies(&self, keep: bool) {
+        self.shared.keep_bodies.store(keep, Ordering::Relaxed);
     }
 
     /// Releases every hung reply: each closes its connection without answering, and a

@@ -35,9 +35,10 @@ pub struct RecordedRequest {
     /// Lowercased header names with values in arrival order; secret values replaced by
     /// [`secret_digest`].
     pub headers: Vec<(String, String)>,
-    /// The body as text (lossy UTF-8).
+    /// The body as text (lossy UTF-8); empty when the server keeps no bodies
+    /// ([`crate::FakeProvider::keep_bodies`]).
     pub raw_body: String,
-    /// The body parsed as JSON, when it is JSON.
+    /// The body parsed as JSON, when it is JSON (and bodies are kept).
     pub body: Option<Value>,
     /// When the request head arrived.
     pub arrived: Instant,

@@ -75,15 +75,32 @@ async fn handle(
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(DropConnection),
     };
-    let raw_body = String::from_utf8_lossy(&raw).into_owned();
-    let body: Option<Value> = serde_json::from_slice(&raw).ok();
+    let keep = shared
+        .keep_bodies
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let (raw_body, body) = if keep {
+        let body: Option<Value> = serde_json::from_slice(&raw).ok();
+        (String::from_utf8_lossy(&raw).into_owned(), body)
+    } else {
+        (String::new(), None)
+    };
     let (index, reply) = {
         let mut requests = shared.requests.lock().unwrap();
         let index = requests.len();
         let reply = shared.script.lock().unwrap().pop_front();
         let reply = reply.unwrap_or_else(|| {
             let fallback = shared.fallback.lock().unwrap().clone();
-            fallback_reply(fallback.as_ref(), index, &path, body.as_ref())
+            // A body not kept is parsed only when a fallback reply needs to look at it.
+            let parsed: Option<Value> = match &body {
+                None if !keep => serde_json::from_slice(&raw).ok(),
+                _ => None,
+            };
+            fallback_reply(
+                fallback.as_ref(),
+                index,
+                &path,
+                body.as_ref().or(parsed.as_ref()),
+            )
         });
         requests.push(RecordedRequest {
             index,

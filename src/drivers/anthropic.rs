@@ -21,11 +21,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use mur_actors::model::{
-    ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver, RetrySink, ToolSpec,
+    InferError, InferErrorKind, InferReply, InferRequest, ModelDriver, RetrySink,
 };
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use super::anthropic_reply::{parse_message, AnthropicStream};
+use super::anthropic_request::{self, BodyOptions};
 use super::body::read_reply;
 use super::config::{HttpDriverConfig, RetryPolicy};
 use super::http::{AuthStyle, Transport};
@@ -101,144 +102,22 @@ impl AnthropicDriver {
         })
     }
 
-    /// The Messages API request body for a neutral request.
-    pub fn request_body(&self, req: &InferRequest) -> Value {
-        let cache = self.options.prompt_cache;
-        let mut body = Map::new();
-        body.insert("model".into(), json!(req.model));
-        body.insert("max_tokens".into(), json!(req.max_tokens));
-        let system = req.system.trim();
-        if !system.is_empty() {
-            let mut block = json!({"type": "text", "text": system});
-            if cache {
-                block["cache_control"] = json!({"type": "ephemeral"});
-            }
-            body.insert("system".into(), json!([block]));
-        }
-        let mut messages = self.messages(&req.messages);
-        if cache {
-            mark_last_cacheable(&mut messages);
-        }
-        body.insert("messages".into(), Value::Array(messages));
-        if !req.tools.is_empty() {
-            let mut tools: Vec<Value> = req.tools.iter().map(tool).collect();
-            if cache {
-                if let Some(last) = tools.last_mut() {
-                    last["cache_control"] = json!({"type": "ephemeral"});
-                }
-            }
-            body.insert("tools".into(), Value::Array(tools));
-        }
-        if self.options.thinking {
-            let budget = self
-                .options
-                .thinking_budget
-                .min(req.max_tokens.saturating_sub(1))
-                .max(1);
-            body.insert(
-                "thinking".into(),
-                json!({"type": "enabled", "budget_tokens": budget}),
-            );
-        }
-        body.insert("stream".into(), json!(true));
-        Value::Object(body)
-    }
-
-    fn messages(&self, messages: &[Message]) -> Vec<Value> {
-        let mut out: Vec<Value> = Vec::new();
-        let mut results: Vec<Value> = Vec::new();
-        for m in messages {
-            let (role, content) = match m {
-                Message::Tool {
-                    tool_call_id,
-                    is_error,
-                    content,
-                } => {
-                    results.push(tool_result(tool_call_id, *is_error, content));
-                    continue;
-                }
-                Message::User { content } => ("user", content),
-                Message::Assistant { content } => ("assistant", content),
-            };
-            if !results.is_empty() {
-                out.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
-            }
-            let blocks: Vec<Value> = content.iter().filter_map(|b| self.block(b)).collect();
-            if !blocks.is_empty() {
-                out.push(json!({"role": role, "content": blocks}));
-            }
-        }
-        if !results.is_empty() {
-            out.push(json!({"role": "user", "content": results}));
-        }
-        out
-    }
-
-    fn block(&self, block: &ContentBlock) -> Option<Value> {
-        match block {
-            ContentBlock::Text { text } if text.is_empty() => None,
-            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
-            ContentBlock::ToolCall { id, name, input } => {
-                let input = match input {
-                    Value::Object(_) => input.clone(),
-                    other => json!({"raw_arguments": other}),
-                };
-                Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
-            }
-            ContentBlock::Thinking {
-                text,
-                signature: Some(sig),
-            } if self.options.thinking => {
-                Some(json!({"type": "thinking", "thinking": text, "signature": sig}))
-            }
-            ContentBlock::Thinking { .. } => None,
-        }
-    }
-}
-
-fn tool(spec: &ToolSpec) -> Value {
-    let mut t = Map::new();
-    t.insert("name".into(), json!(spec.name));
-    if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
-        t.insert("description".into(), json!(d));
-    }
-    t.insert("input_schema".into(), spec.parameters.clone());
-    Value::Object(t)
-}
-
-fn tool_result(id: &str, is_error: bool, content: &[ContentBlock]) -> Value {
-    let texts: Vec<Value> = content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } if !text.is_empty() => {
-                Some(json!({"type": "text", "text": text}))
-            }
-            _ => None,
-        })
-        .collect();
-    let mut r = json!({"type": "tool_result", "tool_use_id": id});
-    if !texts.is_empty() {
-        r["content"] = Value::Array(texts);
-    }
-    if is_error {
-        r["is_error"] = json!(true);
-    }
-    r
-}
-
-/// Marks the last text/tool_use/tool_result block of the conversation for the prompt cache.
-fn mark_last_cacheable(messages: &mut [Value]) {
-    for m in messages.iter_mut().rev() {
-        let Some(blocks) = m.get_mut("content").and_then(Value::as_array_mut) else {
-            continue;
+    /// The Messages API request body for a neutral request, as the bytes sent.
+    ///
+    /// The history's encoding is kept in the history between calls (`super::encode`), so a
+    /// call encodes only what was added since the last one.
+    pub fn request_body(&self, req: &InferRequest) -> Result<Vec<u8>, InferError> {
+        let opts = BodyOptions {
+            prompt_cache: self.options.prompt_cache,
+            thinking: self.options.thinking,
+            thinking_budget: self.options.thinking_budget,
         };
-        for b in blocks.iter_mut().rev() {
-            let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
-            if matches!(kind, "text" | "tool_use" | "tool_result" | "image") {
-                b["cache_control"] = json!({"type": "ephemeral"});
-                return;
-            }
-        }
+        anthropic_request::body(req, &opts).map_err(|e| {
+            InferError::new(
+                InferErrorKind::Driver,
+                format!("cannot encode the request to {}: {e}", self.url),
+            )
+        })
     }
 }
 
@@ -253,7 +132,7 @@ impl ModelDriver for AnthropicDriver {
         request: &InferRequest,
         retries: &dyn RetrySink,
     ) -> Result<InferReply, InferError> {
-        let body = Bytes::from(self.request_body(request).to_string());
+        let body = Bytes::from(self.request_body(request)?);
         with_retries(&self.retry, retries, |_| {
             let body = body.clone();
             async move {

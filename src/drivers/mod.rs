@@ -14,11 +14,14 @@
 
 mod anthropic;
 mod anthropic_reply;
+mod anthropic_request;
 mod body;
 pub mod config;
+mod encode;
 mod http;
 mod openai;
 mod openai_reply;
+mod openai_request;
 mod openai_responses;
 mod options;
 mod retry;

@@ -30,16 +30,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use mur_actors::model::{
-    joined_text, ContentBlock, InferError, InferReply, InferRequest, Message, ModelDriver,
-    RetrySink,
+    InferError, InferErrorKind, InferReply, InferRequest, ModelDriver, RetrySink,
 };
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use super::body::read_reply;
 use super::config::{HttpDriverConfig, RetryPolicy};
 use super::http::{AuthStyle, Transport};
 use super::openai_reply::{parse_chat, ChatStream};
-use super::openai_responses::{responses_body, ResponsesStream};
+use super::openai_request;
+use super::openai_responses::ResponsesStream;
 use super::options::Options;
 use super::retry::with_retries;
 
@@ -145,99 +145,23 @@ impl OpenAiDriver {
             .unwrap_or_else(|| OpenAiApi::for_model(model))
     }
 
-    /// The request body for a neutral request, on the surface the model needs.
-    pub fn request_body(&self, req: &InferRequest) -> Value {
-        match self.api_for(&req.model) {
-            OpenAiApi::Chat => self.chat_body(req),
-            OpenAiApi::Responses => responses_body(req, &self.options),
-        }
+    /// The request body for a neutral request, on the surface the model needs, as the bytes
+    /// sent.
+    ///
+    /// The history's encoding is kept in the history between calls (`super::encode`), so a
+    /// call encodes only what was added since the last one.
+    pub fn request_body(&self, req: &InferRequest) -> Result<Vec<u8>, InferError> {
+        let body = match self.api_for(&req.model) {
+            OpenAiApi::Chat => openai_request::chat_body(req, &self.options),
+            OpenAiApi::Responses => openai_request::responses_body(req, &self.options),
+        };
+        body.map_err(|e| {
+            InferError::new(
+                InferErrorKind::Driver,
+                format!("cannot encode the request for {}: {e}", self.name),
+            )
+        })
     }
-
-    fn chat_body(&self, req: &InferRequest) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), json!(req.model));
-        body.insert("max_completion_tokens".into(), json!(req.max_tokens));
-        body.insert("messages".into(), Value::Array(chat_messages(req)));
-        if !req.tools.is_empty() {
-            let tools: Vec<Value> = req
-                .tools
-                .iter()
-                .map(|t| {
-                    let mut f = Map::new();
-                    f.insert("name".into(), json!(t.name));
-                    if let Some(d) = t.description.as_ref().filter(|d| !d.is_empty()) {
-                        f.insert("description".into(), json!(d));
-                    }
-                    f.insert("parameters".into(), t.parameters.clone());
-                    json!({"type": "function", "function": f})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-        }
-        if let Some(key) = &req.prompt_cache_key {
-            body.insert("prompt_cache_key".into(), json!(key));
-        }
-        if let Some(effort) = &self.options.reasoning_effort {
-            body.insert("reasoning_effort".into(), json!(effort));
-        }
-        body.insert("stream".into(), json!(true));
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-        Value::Object(body)
-    }
-}
-
-/// Tool call arguments as the wire string: a raw string input goes back verbatim.
-pub(crate) fn arguments_string(input: &Value) -> String {
-    match input {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn chat_messages(req: &InferRequest) -> Vec<Value> {
-    let mut out = Vec::with_capacity(req.messages.len() + 1);
-    let system = req.system.trim();
-    if !system.is_empty() {
-        out.push(json!({"role": "system", "content": system}));
-    }
-    for m in req.messages.iter() {
-        match m {
-            Message::User { content } => {
-                out.push(json!({"role": "user", "content": joined_text(content)}))
-            }
-            Message::Assistant { content } => {
-                let text = joined_text(content);
-                let calls: Vec<Value> = content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolCall { id, name, input } => Some(json!({
-                            "id": id, "type": "function",
-                            "function": {"name": name, "arguments": arguments_string(input)}
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                if calls.is_empty() {
-                    out.push(json!({"role": "assistant", "content": text}));
-                } else {
-                    let content = if text.is_empty() {
-                        Value::Null
-                    } else {
-                        json!(text)
-                    };
-                    out.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
-                }
-            }
-            Message::Tool {
-                tool_call_id,
-                content,
-                ..
-            } => out.push(json!({
-                "role": "tool", "tool_call_id": tool_call_id, "content": joined_text(content)
-            })),
-        }
-    }
-    out
 }
 
 #[async_trait]
@@ -256,7 +180,7 @@ impl ModelDriver for OpenAiDriver {
             OpenAiApi::Chat => "/chat/completions",
             OpenAiApi::Responses => "/responses",
         });
-        let body = Bytes::from(self.request_body(request).to_string());
+        let body = Bytes::from(self.request_body(request)?);
         let url = &url;
         with_retries(&self.retry, retries, |_| {
             let body = body.clone();

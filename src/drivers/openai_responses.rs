@@ -1,110 +1,19 @@
 //! The OpenAI Responses API (`POST {endpoint}/responses`), used by `gpt-5`-style models.
 //!
 //! Requests are stateless (`store: false` unless `driver.config.store` says otherwise): the whole
-//! history goes out as `input` items each call. Replies are one `response` object, or a stream
+//! history goes out as `input` items each call (the body is written by `super::openai_request`). Replies are one `response` object, or a stream
 //! of typed events whose terminal event (`response.completed` / `.incomplete` / `.failed`)
 //! carries the whole response, which is what is parsed; the text deltas before it are kept
 //! only in case a server sends a terminal event whose `output` is empty.
 
-use mur_actors::model::{
-    ContentBlock, InferErrorKind, InferReply, InferRequest, Message, StopReason, Usage,
-};
-use serde_json::{json, Map, Value};
+use mur_actors::model::{ContentBlock, InferErrorKind, InferReply, StopReason, Usage};
+use serde_json::{json, Value};
 
 use super::body::{count, StreamAssembler};
 use super::http::provider_message;
-use super::openai::{arguments_string, OpenAiOptions};
 use super::openai_reply::arguments;
 use super::retry::Failure;
 use super::sse::SseEvent;
-use mur_actors::model::joined_text;
-
-/// The Responses API request body.
-pub(crate) fn responses_body(req: &InferRequest, opts: &OpenAiOptions) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(req.model));
-    let system = req.system.trim();
-    if !system.is_empty() {
-        body.insert("instructions".into(), json!(system));
-    }
-    let mut input = Vec::new();
-    for m in req.messages.iter() {
-        match m {
-            Message::User { content } => input.push(json!({
-                "role": "user",
-                "content": [{"type": "input_text", "text": joined_text(content)}]
-            })),
-            Message::Assistant { content } => {
-                let text = joined_text(content);
-                if !text.is_empty() {
-                    input.push(json!({
-                        "type": "message", "role": "assistant",
-                        "content": [{"type": "output_text", "text": text}]
-                    }));
-                }
-                for b in content {
-                    if let ContentBlock::ToolCall {
-                        id,
-                        name,
-                        input: args,
-                    } = b
-                    {
-                        input.push(json!({
-                            "type": "function_call", "call_id": id, "name": name,
-                            "arguments": arguments_string(args)
-                        }));
-                    }
-                }
-            }
-            Message::Tool {
-                tool_call_id,
-                content,
-                ..
-            } => input.push(json!({
-                "type": "function_call_output", "call_id": tool_call_id,
-                "output": joined_text(content)
-            })),
-        }
-    }
-    body.insert("input".into(), Value::Array(input));
-    body.insert("max_output_tokens".into(), json!(req.max_tokens));
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                let mut f = Map::new();
-                f.insert("type".into(), json!("function"));
-                f.insert("name".into(), json!(t.name));
-                if let Some(d) = t.description.as_ref().filter(|d| !d.is_empty()) {
-                    f.insert("description".into(), json!(d));
-                }
-                f.insert("parameters".into(), t.parameters.clone());
-                Value::Object(f)
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(key) = &req.prompt_cache_key {
-        body.insert("prompt_cache_key".into(), json!(key));
-    }
-    let mut reasoning = Map::new();
-    if let Some(e) = &opts.reasoning_effort {
-        reasoning.insert("effort".into(), json!(e));
-    }
-    if opts.thinking {
-        reasoning.insert("summary".into(), json!("auto"));
-    }
-    if !reasoning.is_empty() {
-        body.insert("reasoning".into(), Value::Object(reasoning));
-    }
-    if let Some(v) = &opts.verbosity {
-        body.insert("text".into(), json!({"verbosity": v}));
-    }
-    body.insert("store".into(), json!(opts.store));
-    body.insert("stream".into(), json!(true));
-    Value::Object(body)
-}
 
 /// Parses a `response` object (the JSON reply, or the one a terminal stream event carries).
 pub(crate) fn parse_response(url: &str, v: &Value) -> Result<InferReply, Failure> {

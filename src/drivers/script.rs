@@ -357,7 +357,7 @@ mod tests {
             model: "scripted".into(),
             max_tokens: 100,
             system: "".into(),
-            messages: Arc::new(messages),
+            messages: messages.into(),
             tools: Arc::new(vec![]),
             prompt_cache_key: None,
         }

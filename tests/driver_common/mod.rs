@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mur::drivers::{HttpDriverConfig, RetryPolicy};
-use mur_actors::model::{ContentBlock, InferRequest, Message, RetryNote, RetrySink, ToolSpec};
+use mur_actors::model::{
+    ContentBlock, History, InferRequest, Message, RetryNote, RetrySink, ToolSpec,
+};
 use serde_json::{json, Value};
 
 /// The key every test uses; it must never show up in an error or a retry note.
@@ -47,7 +49,7 @@ pub fn simple(model: &str, text: &str) -> InferRequest {
         model: model.to_string(),
         max_tokens: 1024,
         system: "You are a test.\n\n".into(),
-        messages: Arc::new(vec![Message::user_text(text)]),
+        messages: vec![Message::user_text(text)].into(),
         tools: Arc::new(vec![]),
         prompt_cache_key: None,
     }
@@ -77,7 +79,7 @@ pub fn conversation(model: &str, second_input: Value) -> InferRequest {
         model: model.to_string(),
         max_tokens: 2048,
         system: "[Capsule]\nName: demo\n\nBe brief.\n".into(),
-        messages: Arc::new(vec![
+        messages: History::from(vec![
             Message::user_text("List the files."),
             Message::Assistant {
                 content: vec![

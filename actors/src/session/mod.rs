@@ -32,8 +32,8 @@ use crate::durable::{self, RecordSync, SessionRecords};
 use crate::file_lane::{self, Lane};
 use crate::ids;
 use crate::model::{
-    ContentBlock, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink, StopReason,
-    ToolSpec,
+    ContentBlock, History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink,
+    StopReason, ToolSpec,
 };
 use crate::prompt;
 use crate::spec::{Capture, SessionSpec};
@@ -201,7 +201,7 @@ pub struct SessionState {
     held_report: Option<SessionReport>,
     system: Arc<str>,
     tools: Arc<Vec<ToolSpec>>,
-    messages: Arc<Vec<Message>>,
+    messages: History,
     /// Serialized bytes of system + tools + messages, for the token estimate.
     payload_bytes: usize,
     tools_sha: Option<String>,
@@ -329,7 +329,7 @@ impl SessionState {
 
     pub(super) fn push_message(&mut self, message: Message) {
         self.payload_bytes += serde_json::to_vec(&message).map(|v| v.len()).unwrap_or(0);
-        Arc::make_mut(&mut self.messages).push(message);
+        self.messages.push(message);
     }
 }
 
@@ -409,7 +409,7 @@ impl Actor for Session {
         let system: Arc<str> = prompt::system_prompt(&spec).into();
         let tools: Arc<Vec<ToolSpec>> = Arc::new(spec.tools.iter().map(|t| t.spec()).collect());
         let first = Message::user_text(spec.task.clone());
-        let messages = Arc::new(vec![first]);
+        let messages = History::from(vec![first]);
         // The first model call goes out before anything else is set up (trace writer,
         // dispatcher, hashes, files): a delegated child starts thinking at once. `Begin` is
         // queued first, so it (staging) is handled before that call's answer.
