@@ -150,7 +150,11 @@ fn main() -> ExitCode {
                     return ExitCode::from(1);
                 }
             };
-            rt.block_on(mur::run::run(args))
+            let code = rt.block_on(mur::run::run(args));
+            // Everything the run owes is done (lines written, records flushed, output
+            // printed): idle threads are not waited for on the way out.
+            rt.shutdown_background();
+            code
         }
         Command::Doctor { manifest, json } => mur::manifest::doctor::run(manifest.as_deref(), json),
         Command::Trace(cmd) => mur::trace::cli::run(cmd),

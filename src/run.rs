@@ -263,7 +263,8 @@ pub async fn run(args: RunArgs) -> i32 {
         }
         Err(d) => return fail(args.json, &[d]),
     };
-    crate::contain::sweep_stale_scratch();
+    // Cleanup of what a killed `mur` left: off the start's path, nothing waits for it.
+    tokio::task::spawn_blocking(crate::contain::sweep_stale_scratch);
     let m = &loaded.manifest;
     let header = Header {
         verbose: args.verbose > 0,
