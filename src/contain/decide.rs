@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::env::{stripped_by_backstop, EnvPlan};
-use super::host::{host, Host, Namespaces};
+use super::host::{host, host_unsealed, Host, Namespaces};
 use super::{floor_problem, fs, host_level, Level, Limits, Policy};
 use crate::diagnostic::Diagnostic;
 use crate::manifest::gateway::Credential;
@@ -71,14 +71,14 @@ fn env_plan(
     if let Some(hit) = cache.lock().expect("env cache").get(&key) {
         return Ok(hit.clone());
     }
-    let mut env = EnvPlan::new(std::env::vars_os(), baseline_env, strip_env, gateways)?;
+    let mut env = EnvPlan::new(None, baseline_env, strip_env, gateways)?;
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
         for (var, dir) in TOOLCHAIN_HOMES {
             let path = home.join(dir);
             let granted = runtime_dirs.iter().any(|(p, _)| p == &path);
-            let set = env.vars.iter().any(|(k, _)| k == *var);
-            if granted && !set && std::env::var_os(var).is_none() {
-                env.vars.push(((*var).into(), path.into_os_string()));
+            // An unset variable is not among those the plan takes from the environment.
+            if granted && std::env::var_os(var).is_none() {
+                env.add((*var).into(), path.into_os_string());
             }
         }
     }
@@ -116,7 +116,15 @@ pub fn decide(
     records: &Path,
     floor: Option<Level>,
 ) -> Result<Decision, Diagnostic> {
-    decide_on(host(), m, label, work, records, floor)
+    // Only a `sealed` session gives its commands a network namespace of their own: the probe
+    // for it runs only when the floor may be `sealed` (below that, `achieved` never is).
+    let sealed = [m.capabilities.containment, floor]
+        .into_iter()
+        .flatten()
+        .max()
+        == Some(Level::Sealed);
+    let h = if sealed { host() } else { host_unsealed() };
+    decide_on(h, m, label, work, records, floor)
 }
 
 /// [`decide`] on a given host reading (tests use made-up hosts).
@@ -349,6 +357,26 @@ mod tests {
     }
 
     const SHELL: &str = "  shell:\n    allow: [bash]\n";
+
+    #[test]
+    fn a_glob_that_does_not_parse_is_refused_at_launch_naming_it() {
+        let m = manifest("  shell:\n    allow: [ls]\n    strip_env: [\"FOO_[\"]\n");
+        let err = decide_on(
+            &host(6, Namespaces::UserPid),
+            &m,
+            Path::new("murmur.yaml"),
+            Path::new("/w"),
+            Path::new("/r"),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, "E-MAN-003");
+        assert!(
+            err.message.contains("'FOO_[' is not a valid glob"),
+            "{}",
+            err.message
+        );
+    }
 
     #[test]
     fn the_default_floor_is_scoped_where_the_host_can_give_it() {

@@ -35,15 +35,18 @@ pub const BACKSTOP: &[&str] = &[
     "MUR_CLUSTER_COOKIE",
 ];
 
+fn glob(p: &str) -> Result<globset::Glob, String> {
+    globset::GlobBuilder::new(p)
+        .case_insensitive(true)
+        .literal_separator(false)
+        .build()
+        .map_err(|e| format!("'{p}' is not a valid glob: {e}"))
+}
+
 fn set(patterns: &[impl AsRef<str>]) -> Result<GlobSet, String> {
     let mut b = GlobSetBuilder::new();
     for p in patterns {
-        let g = globset::GlobBuilder::new(p.as_ref())
-            .case_insensitive(true)
-            .literal_separator(false)
-            .build()
-            .map_err(|e| format!("'{}' is not a valid glob: {e}", p.as_ref()))?;
-        b.add(g);
+        b.add(glob(p.as_ref())?);
     }
     b.build().map_err(|e| e.to_string())
 }
@@ -60,39 +63,80 @@ pub fn stripped_by_backstop(name: &str) -> bool {
 }
 
 /// How a session builds its commands' environments.
+///
+/// The globs are checked when the plan is made (a bad one is a launch error), but compiled,
+/// and `mur`'s environment filtered through them, only when a command first needs the
+/// variables: that costs about half a millisecond, which a session that never runs a command
+/// (most sub-agents) does not pay.
 #[derive(Clone, Debug)]
 pub struct EnvPlan {
-    /// The variables taken from `mur`'s environment, in a stable order.
-    pub vars: Vec<(OsString, OsString)>,
+    /// The environment to filter; `None` is `mur`'s own, read at first use.
+    host: Option<Vec<(OsString, OsString)>>,
+    keep: Vec<String>,
+    strip: Vec<String>,
+    gateway_names: Vec<String>,
+    /// Variables added after filtering (toolchain homes of granted runtime folders).
+    extra: Vec<(OsString, OsString)>,
+    vars: std::sync::OnceLock<Vec<(OsString, OsString)>>,
 }
 
 impl EnvPlan {
-    /// Build the plan from `host` (normally `std::env::vars_os()`): baseline and `baseline_env`
-    /// globs, minus `strip_env`, gateway-bound names and the backstop.
+    /// A plan over `host` (`None`: `mur`'s environment when first used): baseline and
+    /// `baseline_env` globs, minus `strip_env`, gateway-bound names and the backstop. Answers
+    /// the first glob that does not parse.
     pub fn new(
-        host: impl IntoIterator<Item = (OsString, OsString)>,
+        host: Option<Vec<(OsString, OsString)>>,
         baseline_env: &[String],
         strip_env: &[String],
         gateway_names: &[String],
     ) -> Result<EnvPlan, String> {
         let mut keep: Vec<String> = BASELINE.iter().map(|s| s.to_string()).collect();
         keep.extend(baseline_env.iter().cloned());
-        let keep = set(&keep)?;
-        let strip = set(strip_env)?;
-        let mut vars: Vec<(OsString, OsString)> = host
-            .into_iter()
-            .filter(|(k, _)| {
-                let Some(name) = k.to_str() else { return false };
-                keep.is_match(name)
-                    && !strip.is_match(name)
-                    && !stripped_by_backstop(name)
-                    && !gateway_names.iter().any(|g| g == name)
-                    && name != "HOME"
-                    && name != "TMPDIR"
-            })
-            .collect();
-        vars.sort();
-        Ok(EnvPlan { vars })
+        for p in keep.iter().chain(strip_env) {
+            glob(p)?;
+        }
+        Ok(EnvPlan {
+            host,
+            keep,
+            strip: strip_env.to_vec(),
+            gateway_names: gateway_names.to_vec(),
+            extra: Vec::new(),
+            vars: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Add `name=value` after filtering (a variable the runtime sets itself).
+    pub fn add(&mut self, name: OsString, value: OsString) {
+        self.extra.push((name, value));
+    }
+
+    /// The variables taken from the environment, in a stable order, then the added ones.
+    pub fn vars(&self) -> &[(OsString, OsString)] {
+        self.vars.get_or_init(|| {
+            // The globs parsed when the plan was made, so they compile.
+            let (Ok(keep), Ok(strip)) = (set(&self.keep), set(&self.strip)) else {
+                return self.extra.clone();
+            };
+            let host = match &self.host {
+                Some(h) => h.clone(),
+                None => std::env::vars_os().collect(),
+            };
+            let mut vars: Vec<(OsString, OsString)> = host
+                .into_iter()
+                .filter(|(k, _)| {
+                    let Some(name) = k.to_str() else { return false };
+                    keep.is_match(name)
+                        && !strip.is_match(name)
+                        && !stripped_by_backstop(name)
+                        && !self.gateway_names.iter().any(|g| g == name)
+                        && name != "HOME"
+                        && name != "TMPDIR"
+                })
+                .collect();
+            vars.sort();
+            vars.extend(self.extra.iter().cloned());
+            vars
+        })
     }
 }
 
@@ -118,17 +162,30 @@ mod tests {
             ("EDITOR", "vi"),
             ("HOME", "/root"),
         ]);
-        let plan =
-            EnvPlan::new(h, &["*".into()], &["EDITOR".into()], &["MY_GATEWAY".into()]).unwrap();
-        let names: Vec<_> = plan.vars.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        let plan = EnvPlan::new(
+            Some(h),
+            &["*".into()],
+            &["EDITOR".into()],
+            &["MY_GATEWAY".into()],
+        )
+        .unwrap();
+        let names: Vec<_> = plan
+            .vars()
+            .iter()
+            .map(|(k, _)| k.to_str().unwrap())
+            .collect();
         assert_eq!(names, ["LC_ALL", "PATH"]);
     }
 
     #[test]
     fn without_baseline_env_only_the_baseline_passes() {
         let h = host(&[("PATH", "/bin"), ("EDITOR", "vi"), ("TERM", "xterm")]);
-        let plan = EnvPlan::new(h, &[], &[], &[]).unwrap();
-        let names: Vec<_> = plan.vars.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        let plan = EnvPlan::new(Some(h), &[], &[], &[]).unwrap();
+        let names: Vec<_> = plan
+            .vars()
+            .iter()
+            .map(|(k, _)| k.to_str().unwrap())
+            .collect();
         assert_eq!(names, ["PATH", "TERM"]);
     }
 

@@ -4,7 +4,8 @@
 //! file, network and scope rules exist), whether a command can get its own user and PID
 //! namespaces (so its whole process tree dies with it), and whether seccomp filters load. The
 //! probe clones a short-lived child per namespace set it tries, the way commands start, and is
-//! cached: sessions pay nothing for it.
+//! cached: sessions pay nothing for it. Whether a command can also get its own network
+//! namespace is probed only when a session may be `sealed` (or `mur doctor` asks).
 
 use std::sync::OnceLock;
 
@@ -104,21 +105,33 @@ impl Host {
     }
 }
 
-/// The host, probed on first use.
+/// The host, probed on first use, whether a command can get its own network namespace
+/// included (what `sealed` and `mur doctor` need).
 pub fn host() -> &'static Host {
     static HOST: OnceLock<Host> = OnceLock::new();
-    HOST.get_or_init(probe)
+    HOST.get_or_init(|| {
+        let base = host_unsealed();
+        let maps = super::child::IdMaps::current();
+        let net_namespace =
+            base.namespaces != Namespaces::None && super::spawn::probe(base.namespaces, true, maps);
+        Host {
+            net_namespace,
+            ..base.clone()
+        }
+    })
 }
 
-fn probe() -> Host {
-    let landlock_abi = landlock_abi();
-    let (namespaces, net_namespace) = probe_namespaces();
-    Host {
-        landlock_abi,
-        namespaces,
+/// The host as a session that cannot be `sealed` needs it: everything but the
+/// network-namespace probe (creating a network namespace costs about half a millisecond, and
+/// only `sealed` gives a command one), so `net_namespace` is false here.
+pub fn host_unsealed() -> &'static Host {
+    static BASE: OnceLock<Host> = OnceLock::new();
+    BASE.get_or_init(|| Host {
+        landlock_abi: landlock_abi(),
+        namespaces: probe_namespaces(),
         seccomp: seccomp_available(),
-        net_namespace,
-    }
+        net_namespace: false,
+    })
 }
 
 /// The cgroup2 folder of this process: the mount point (from `/proc/self/mountinfo`) joined with
@@ -175,19 +188,28 @@ fn seccomp_available() -> bool {
     mode == 0 || mode == 2
 }
 
-/// Try what [`super::spawn`] does: `clone` into user + PID (+ network) namespaces, else PID
-/// (+ network) alone.
-fn probe_namespaces() -> (Namespaces, bool) {
+/// Try what [`super::spawn`] does: `clone` into user + PID namespaces, else a PID namespace
+/// alone.
+fn probe_namespaces() -> Namespaces {
     let maps = super::child::IdMaps::current();
-    for (mode, net) in [
-        (Namespaces::UserPid, true),
-        (Namespaces::UserPid, false),
-        (Namespaces::Pid, true),
-        (Namespaces::Pid, false),
-    ] {
-        if super::spawn::probe(mode, net, maps) {
-            return (mode, net);
-        }
+    [Namespaces::UserPid, Namespaces::Pid]
+        .into_iter()
+        .find(|mode| super::spawn::probe(*mode, false, maps))
+        .unwrap_or(Namespaces::None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reading_without_the_network_probe_agrees_on_everything_else() {
+        let (full, base) = (host(), host_unsealed());
+        assert_eq!(base.namespaces, full.namespaces);
+        assert_eq!(base.landlock_abi, full.landlock_abi);
+        assert_eq!(base.seccomp, full.seccomp);
+        assert!(!base.net_namespace);
+        assert!(!base.can_seal());
+        assert_eq!(base.can_scope(), full.can_scope());
     }
-    (Namespaces::None, false)
 }

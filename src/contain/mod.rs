@@ -192,7 +192,7 @@ impl Sandbox {
         cmd.env(
             policy
                 .env
-                .vars
+                .vars()
                 .iter()
                 .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
                 .chain(home_tmp),
