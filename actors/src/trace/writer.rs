@@ -365,12 +365,11 @@ impl TraceWriter {
 
     /// Append one event as one line; the trace thread writes it.
     pub fn append(&self, event: TraceEvent) {
-        let line = event.to_line(&self.inner.session_id);
         let mut state = self.inner.lock();
         if state.error.is_some() {
             return;
         }
-        state.buffer.extend_from_slice(line.as_bytes());
+        event.write_line(&self.inner.session_id, &mut state.buffer);
         if !state.queued {
             state.queued = true;
             drop(state);
