@@ -124,17 +124,8 @@ impl RecordSync {
 
     /// List `records` and start their writeback in the background; [`RecordSync::settle`]
     /// flushes them.
-    pub fn submit(&self, mut records: SessionRecords) {
-        if in_memory(&records.dir) {
-            // Nothing there outlives the machine: there is nothing to flush.
-            return;
-        }
-        let gained = std::mem::take(&mut records.gained);
-        {
-            let mut state = self.inner.lock();
-            state.outstanding += 1;
-            state.folders.extend(gained);
-        }
+    pub fn submit(&self, records: SessionRecords) {
+        self.inner.lock().outstanding += 1;
         self.push(Work::List(records));
     }
 
@@ -373,10 +364,14 @@ impl Pool {
     fn run(&self, job: Job) {
         let mut listed = Listed::default();
         let error = match job.work {
+            // Nothing in memory outlives the machine: there is nothing to flush (nor the
+            // folders it gained, on the same filesystem).
+            Work::List(records) if in_memory(&records.dir) => None,
             Work::List(records) => {
                 if records.drain_first {
                     crate::trace::written_all_blocking();
                 }
+                listed.folders.extend(records.gained);
                 list(&records.dir, &records.skip, &mut listed).err()
             }
             // Every path is flushed, whatever failed before it; the first error is kept.
@@ -485,17 +480,20 @@ mod tests {
         tempfile::tempdir_in(exe.parent().unwrap()).unwrap()
     }
 
-    #[test]
-    fn records_in_memory_are_not_flushed() {
+    #[tokio::test]
+    async fn records_in_memory_are_not_flushed() {
         let shm = Path::new("/dev/shm");
         if !shm.is_dir() || !in_memory(shm) {
             return;
         }
         let tmp = tempfile::tempdir_in(shm).unwrap();
-        std::fs::write(tmp.path().join("trace.jsonl"), "{}\n").unwrap();
+        let dir = tmp.path().join("children/ses_1");
+        let made = create_dirs(&dir).unwrap();
+        std::fs::write(dir.join("trace.jsonl"), "{}\n").unwrap();
         let sync = RecordSync::new();
-        sync.submit(SessionRecords::new(tmp.path().to_path_buf(), &[]));
-        assert_eq!(sync.inner.lock().outstanding, 0);
+        sync.submit(SessionRecords::new(dir, &made));
+        assert_eq!(sync.settle().await, Ok(()));
+        assert_eq!(observed_under(tmp.path()), Vec::<PathBuf>::new());
         assert!(!in_memory(on_disk().path()));
     }
 
