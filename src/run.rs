@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// instead of the status lines; diagnostics still go to stderr.
     #[arg(long)]
     pub json: bool,
+    /// Print nothing but errors: no startup or status lines, no warnings (the exit code and
+    /// the records say how the run went).
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
 }
 
 impl RunArgs {
@@ -166,14 +170,14 @@ fn non_empty(text: String, origin: &str) -> Result<String, Diagnostic> {
     Ok(text)
 }
 
-fn fail(json: bool, diags: &[Diagnostic]) -> i32 {
-    if json {
+fn fail(args: &RunArgs, diags: &[Diagnostic]) -> i32 {
+    if args.json {
         let errors: Vec<_> = diags.iter().map(Diagnostic::to_json).collect();
         crate::outln!(
             "{}",
             serde_json::json!({"session": null, "status": "failed", "diagnostics": errors})
         );
-    } else {
+    } else if !args.quiet {
         crate::outln!("status:  failed");
     }
     for d in diags {
@@ -208,25 +212,25 @@ pub async fn run(args: RunArgs) -> i32 {
     let path = args.manifest_path();
     let loaded = match manifest::load(&path) {
         Ok(l) => l,
-        Err(diags) => return fail(args.json, &diags),
+        Err(diags) => return fail(&args, &diags),
     };
-    for w in &loaded.warnings {
+    for w in loaded.warnings.iter().filter(|_| !args.quiet) {
         crate::errln!("{w}");
     }
     let task = match read_task(args.task.as_deref(), &loaded.dir) {
         Ok(t) => t,
         Err(d) if d.code == "E-RUN-062" => {
-            fail(args.json, &[d]);
+            fail(&args, &[d]);
             return USAGE_ERROR;
         }
-        Err(d) => return fail(args.json, &[d]),
+        Err(d) => return fail(&args, &[d]),
     };
     let workdir = match &args.workdir {
         Some(d) => match std::path::absolute(d) {
             Ok(a) => Some(a),
             Err(e) => {
                 return fail(
-                    args.json,
+                    &args,
                     &[Diagnostic::error(
                         "E-IO-001",
                         format!("--workdir {}: {e}", d.display()),
@@ -240,7 +244,7 @@ pub async fn run(args: RunArgs) -> i32 {
     let mut place = Placement::root(&dir, workdir.as_deref());
     let deepest = deepest_delegation(&place.paths.records_dir);
     if args.max_depth > deepest {
-        return fail(args.json, &[Diagnostic::error(
+        return fail(&args, &[Diagnostic::error(
             "E-RUN-060",
             format!(
                 "--max-depth {} cannot be held here: each level of delegation nests a child's records {CHILD_LEVEL_BYTES} bytes deeper below {}, and paths stop at {PATH_MAX} bytes, so at most {deepest} levels fit",
@@ -256,19 +260,19 @@ pub async fn run(args: RunArgs) -> i32 {
         .and_then(crate::contain::Level::parse);
     let spec = match capsule::session_spec(&loaded, task, place) {
         Ok((spec, warnings)) => {
-            for w in &warnings {
+            for w in warnings.iter().filter(|_| !args.quiet) {
                 crate::errln!("{w}");
             }
             spec
         }
-        Err(d) => return fail(args.json, &[d]),
+        Err(d) => return fail(&args, &[d]),
     };
     // Cleanup of what a killed `mur` left: off the start's path, nothing waits for it.
     tokio::task::spawn_blocking(crate::contain::sweep_stale_scratch);
     let m = &loaded.manifest;
     let header = Header {
         verbose: args.verbose > 0,
-        quiet: args.json,
+        quiet: args.json || args.quiet,
         manifest: format!("{} v{}", m.name, m.version),
         // Seed 001 prints the driver as its package name: `murmur-driver-anthropic`.
         driver: format!("{} ({})", spec.driver.name().replace('/', "-"), spec.model),
@@ -320,7 +324,7 @@ pub async fn run(args: RunArgs) -> i32 {
                 }
             }
         }
-        Err(d) => fail(args.json, &[d]),
+        Err(d) => fail(&args, &[d]),
     }
 }
 

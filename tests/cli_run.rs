@@ -537,3 +537,31 @@ fn a_verbose_run_logs_its_lifecycle_and_every_failed_call() {
     }
     assert!(!err.contains(" inference "), "model calls are -vv: {err}");
 }
+
+#[test]
+fn quiet_prints_nothing_but_errors() {
+    let p = Project::new();
+    p.write("murmur.yaml", &scripted_manifest("quiet", ""))
+        .write("script.yaml", "turns:\n  - say: done\n");
+    let ok = p.mur(&["run", "--task", "x", "-q"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert_eq!(stdout(&ok), "");
+    assert_eq!(stderr(&ok), "");
+    // The run happened: its records are there.
+    let s = &p.sessions()[0];
+    assert_eq!(
+        std::fs::read_to_string(s.join("out/result.txt")).unwrap(),
+        "done"
+    );
+    // A run that cannot start says why on stderr, and nothing else anywhere.
+    std::fs::remove_file(p.path().join("script.yaml")).unwrap();
+    let failed = p.mur(&["run", "--task", "x", "-q"]);
+    let err = stderr(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{err}");
+    assert_eq!(stdout(&failed), "");
+    assert!(err.starts_with("error["), "{err}");
+    assert!(err.contains("script.yaml"), "{err}");
+    // -q and -v contradict each other.
+    let both = p.mur(&["run", "--task", "x", "-q", "-v"]);
+    assert_eq!(both.status.code(), Some(2));
+}
