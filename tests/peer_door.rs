@@ -118,7 +118,7 @@ impl World {
             .unwrap()
             .iter()
             .filter(|e| e.event_type == kind)
-            .map(|e| Value::Object(e.fields.clone()))
+            .map(|e| Value::Object(e.fields()))
             .collect()
     }
 }

@@ -62,7 +62,7 @@ impl Recorder {
                 (
                     e.event_type.to_string(),
                     e.parent_id.clone(),
-                    Value::Object(e.fields.clone()),
+                    Value::Object(e.fields()),
                 )
             })
             .collect()

@@ -794,13 +794,22 @@ fn capability_names(spec: &SessionSpec) -> Vec<&'static str> {
 /// are formatted only when the level is enabled, so a run without `-v` pays a level check.
 fn log_event(session: &str, event: &TraceEvent) {
     use tracing::Level;
+    // Nothing below `warn` is logged by default: read no field back for nothing.
+    if !tracing::enabled!(Level::WARN) {
+        return;
+    }
+    let info = tracing::enabled!(Level::INFO);
+    if !info && event.event_type != "call_denied" {
+        return;
+    }
+    let fields = event.fields();
     let level = match event.event_type {
         "session_start" | "session_end" | "delegation_start" | "delegation" | "artifact_pulled"
         | "artifact_removed" | "plan_start" | "plan_end" => Level::INFO,
         "call_denied" => Level::WARN,
         // A failed or refused call stands out at -v, beside the lifecycle lines.
         "tool_call" | "skill_call"
-            if event.fields.get("status").and_then(|v| v.as_str()) == Some("error") =>
+            if fields.get("status").and_then(|v| v.as_str()) == Some("error") =>
         {
             Level::INFO
         }
@@ -828,7 +837,7 @@ fn log_event(session: &str, event: &TraceEvent) {
         ];
         let mut out = String::new();
         for k in KEYS {
-            match event.fields.get(k) {
+            match fields.get(k) {
                 None | Some(serde_json::Value::Null) => {}
                 Some(serde_json::Value::String(v)) => {
                     out.push_str(&format!(" {k}={}", truncate(v, 200)))

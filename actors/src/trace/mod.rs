@@ -32,8 +32,13 @@ pub struct TraceEvent {
     pub parent_id: Option<String>,
     /// Unix milliseconds when the event was built.
     pub timestamp: u64,
-    /// The event's own fields, written after the envelope in insertion order.
-    pub fields: Map<String, Value>,
+    /// The event's own fields, already written as JSON members (`,"key":value` each), in
+    /// insertion order: a field costs one write into this buffer, not a key `String`, a
+    /// `Value` tree and a map entry (a fan-out builds ten events per child). [`Self::fields`]
+    /// reads them back.
+    members: Vec<u8>,
+    /// Where each member's key starts and ends in `members` (for replacing a repeated key).
+    keys: Vec<(u32, u32)>,
 }
 
 impl TraceEvent {
@@ -44,17 +49,55 @@ impl TraceEvent {
             event_id: ids::mint("evt_"),
             parent_id: parent.map(str::to_string),
             timestamp: ids::now_ms(),
-            fields: Map::new(),
+            members: Vec::with_capacity(256),
+            keys: Vec::new(),
         }
     }
 
-    /// Add one field (serialization failures become `null`, never a panic).
+    /// Add one field (serialization failures become `null`, never a panic). A key given again
+    /// keeps its place and takes the new value, as in a JSON map.
     pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
-        self.fields.insert(
-            key.to_string(),
-            serde_json::to_value(value).unwrap_or(Value::Null),
-        );
+        let start = self.members.len();
+        self.members.push(b',');
+        push_json(&mut self.members, key);
+        let key_span = (start as u32 + 1, self.members.len() as u32);
+        self.members.push(b':');
+        let value_at = self.members.len();
+        if serde_json::to_writer(&mut self.members, &value).is_err() {
+            self.members.truncate(value_at);
+            self.members.extend_from_slice(b"null");
+        }
+        let new_key = &self.members[key_span.0 as usize..key_span.1 as usize];
+        let repeated = self
+            .keys
+            .iter()
+            .any(|(a, b)| &self.members[*a as usize..*b as usize] == new_key);
+        if repeated {
+            // Rare: rebuild through a map, which keeps the first place and the last value.
+            let fields = self.fields();
+            self.members.clear();
+            self.keys.clear();
+            for (k, v) in &fields {
+                self = self.with(k, v);
+            }
+        } else {
+            self.keys.push(key_span);
+        }
         self
+    }
+
+    /// The event's own fields, read back from the written members, in order.
+    pub fn fields(&self) -> Map<String, Value> {
+        let mut object = Vec::with_capacity(self.members.len() + 2);
+        object.push(b'{');
+        object.extend_from_slice(self.members.get(1..).unwrap_or_default());
+        object.push(b'}');
+        serde_json::from_slice(&object).unwrap_or_default()
+    }
+
+    /// One field, read back (`None` when absent).
+    pub fn field(&self, key: &str) -> Option<Value> {
+        self.fields().remove(key)
     }
 
     /// Add a field only when `value` is `Some`.
@@ -77,7 +120,7 @@ impl TraceEvent {
     /// Append the line (with its trailing newline) for `session_id` to `out`: straight to
     /// bytes, with no formatting machinery in between (a fan-out writes ten lines per child).
     pub fn write_line(&self, session_id: &str, out: &mut Vec<u8>) {
-        out.reserve(160 + self.fields.len() * 32);
+        out.reserve(160 + self.members.len());
         out.extend_from_slice(b"{\"event_type\":");
         push_json(out, self.event_type);
         out.extend_from_slice(b",\"event_id\":");
@@ -88,12 +131,7 @@ impl TraceEvent {
         push_json(out, session_id);
         out.extend_from_slice(b",\"timestamp\":");
         push_json(out, self.timestamp);
-        for (k, v) in &self.fields {
-            out.push(b',');
-            push_json(out, k);
-            out.push(b':');
-            push_json(out, v);
-        }
+        out.extend_from_slice(&self.members);
         out.extend_from_slice(b"}\n");
     }
 }
@@ -125,5 +163,31 @@ mod tests {
         assert_eq!(line, prefix);
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["parent_id"], "evt_parent");
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_place_and_takes_the_last_value() {
+        let ev = TraceEvent::new("tool_call", None)
+            .with("turn", 0)
+            .with("status", "ok")
+            .with("tool_name", "bash")
+            .with("status", "error");
+        let line = ev.to_line("ses_x");
+        assert!(
+            line.ends_with(",\"turn\":0,\"status\":\"error\",\"tool_name\":\"bash\"}\n"),
+            "{line}"
+        );
+        assert_eq!(ev.field("status"), Some(Value::from("error")));
+        assert_eq!(ev.fields().len(), 3);
+        // A value that cannot be serialized is null, and the line stays whole JSON.
+        let mut bad = std::collections::HashMap::new();
+        bad.insert(vec![1u8], 2);
+        let line = TraceEvent::new("x", None)
+            .with("bad", bad)
+            .with("after", 1)
+            .to_line("s");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["bad"], Value::Null);
+        assert_eq!(v["after"], 1);
     }
 }
