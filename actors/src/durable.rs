@@ -61,9 +61,17 @@ struct TreeState {
     waiters: Vec<oneshot::Sender<()>>,
 }
 
-/// Paths per flush job at settle: enough to keep the queue's overhead small, few enough that
-/// [`WORKERS`] share the work.
+/// Paths per flush job at settle, at most: enough to keep the queue's overhead small for a tree
+/// of ten thousand sessions; fewer paths are spread over every worker, one or a few each, so
+/// that their waits overlap (on a disk another job is writing to, one `fdatasync` waited 2 to
+/// 70 ms behind that job's writes: eight in a row cost the sum, eight at once about the
+/// longest).
 const BATCH: usize = 64;
+
+/// How many paths each flush job takes when `n` are to be flushed.
+fn per_job(n: usize) -> usize {
+    n.div_ceil(WORKERS).clamp(1, BATCH)
+}
 
 /// What one session leaves to be flushed.
 #[derive(Clone, Debug, Default)]
@@ -150,13 +158,13 @@ impl RecordSync {
                 let paths: Vec<Flush> = files
                     .chain(folders.into_iter().map(Flush::Folder))
                     .collect();
-                state.outstanding += paths.len().div_ceil(BATCH);
+                state.outstanding += paths.len().div_ceil(per_job(paths.len()));
                 paths
             };
             if paths.is_empty() {
                 break;
             }
-            for batch in paths.chunks(BATCH) {
+            for batch in paths.chunks(per_job(paths.len())) {
                 self.push(Work::Flush(batch.to_vec()));
             }
         }
@@ -507,6 +515,14 @@ mod tests {
             .collect();
         seen.sort();
         seen
+    }
+
+    #[test]
+    fn few_paths_spread_over_every_worker_and_many_go_in_batches() {
+        assert_eq!(per_job(0), 1);
+        assert_eq!(per_job(6), 1);
+        assert_eq!(per_job(WORKERS * 3), 3);
+        assert_eq!(per_job(40_000), BATCH);
     }
 
     #[test]
