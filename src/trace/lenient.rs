@@ -4,25 +4,35 @@
 //! expect (a number where we read a string, an object where we read a list). Readers must not
 //! fail on that: these wrappers keep the value when it has the expected shape and quietly drop
 //! it otherwise, without buffering the skipped value.
+//!
+//! Strings are borrowed from the line being read whenever the JSON text allows it (no escapes),
+//! so a line costs no allocation for the fields the views only look at; [`Checked`] reads a
+//! value exactly as strictly as `serde_json::Value` would and keeps nothing, for readers that do
+//! not print it.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-/// Deserialize an optional string; any other JSON shape reads as `None`.
-pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+/// Deserialize an optional string, borrowed from the input when it has no escapes; any other
+/// JSON shape reads as `None`.
+pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
     struct V;
     impl<'de> Visitor<'de> for V {
-        type Value = Option<String>;
+        type Value = Option<Cow<'de, str>>;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("any JSON value")
         }
+        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(v.to_owned()))
+            Ok(Some(Cow::Owned(v.to_owned())))
         }
         fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Some(v))
+            Ok(Some(Cow::Owned(v)))
         }
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok(None)
@@ -101,7 +111,7 @@ pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D
     struct Item(Option<String>);
     impl<'de> Deserialize<'de> for Item {
         fn deserialize<D2: Deserializer<'de>>(d: D2) -> Result<Self, D2::Error> {
-            string(d).map(Item)
+            string(d).map(|s| Item(s.map(Cow::into_owned)))
         }
     }
     struct V;
@@ -166,4 +176,123 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Output tokens the child spent.
     pub output_tokens: u64,
+}
+
+/// A JSON value read as strictly as `serde_json::Value` reads it, and dropped.
+///
+/// The views that print a tool call's input keep it as a `Value`; the ones that only count
+/// calls (`mur trace report`) must still refuse exactly the lines a `Value` would refuse (a
+/// string that is not UTF-8, a number out of range, nesting past the parser's depth limit), or a
+/// damaged trace would read differently depending on the view. This visits every part of the
+/// value the way `Value` does, through `deserialize_any` and text that is checked, without
+/// building anything.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Checked;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any valid JSON value")
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Checked, D::Error> {
+                Checked::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Checked, A::Error> {
+                while a.next_element::<Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Checked, A::Error> {
+                // Keys as `Value` reads them: as checked strings.
+                while a.next_key::<Checked>()?.is_some() {
+                    a.next_value::<Checked>()?;
+                }
+                Ok(Checked)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What a tool call's `input` is read into: the value itself, or only its check.
+///
+/// [`super::event::Event`] is generic over this so that one reader serves the views that print
+/// inputs (`serde_json::Value`) and the ones that do not ([`Checked`]) with the same strictness.
+pub trait ToolInput: for<'de> Deserialize<'de> {
+    /// The input as a `Value`, if this form keeps it.
+    fn into_value(self) -> Option<serde_json::Value>;
+}
+
+impl ToolInput for serde_json::Value {
+    fn into_value(self) -> Option<serde_json::Value> {
+        Some(self)
+    }
+}
+
+impl ToolInput for Checked {
+    fn into_value(self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Checked` accepts and refuses exactly what `Value` does, with the same message.
+    #[test]
+    fn checked_is_as_strict_as_value() {
+        let deep_ok = format!("{}1{}", "[".repeat(127), "]".repeat(127));
+        let deep_bad = format!("{}1{}", "[".repeat(130), "]".repeat(130));
+        let deep_map = format!("{}1{}", "{\"a\":".repeat(130), "}".repeat(130));
+        let cases: Vec<Vec<u8>> = vec![
+            b"{\"a\":[1,-2,3.5,true,null,\"x\\u00e9\"]}".to_vec(),
+            b"1e400".to_vec(),
+            b"-1e400".to_vec(),
+            b"123456789012345678901234567890".to_vec(),
+            b"\"\\ud800\"".to_vec(),
+            b"{\"\xff\":1}".to_vec(),
+            b"[\"\xc3\x28\"]".to_vec(),
+            b"{\"a\" 1}".to_vec(),
+            b"{\"a\":1,\"a\":2}".to_vec(),
+            b"[1,]".to_vec(),
+            b"\"tab\there\"".to_vec(),
+            deep_ok.into_bytes(),
+            deep_bad.into_bytes(),
+            deep_map.into_bytes(),
+        ];
+        for case in cases {
+            let value = serde_json::from_slice::<serde_json::Value>(&case).map(|_| ());
+            let checked = serde_json::from_slice::<Checked>(&case).map(|_| ());
+            assert_eq!(
+                value.map_err(|e| e.to_string()),
+                checked.map_err(|e| e.to_string()),
+                "{}",
+                String::from_utf8_lossy(&case)
+            );
+        }
+    }
 }
