@@ -13,6 +13,8 @@
 //! text to find the one it wants), so it is the honest floor for "parse the same bytes". It
 //! also prints the same loop into `serde::de::IgnoredAny`, which only checks the syntax (keys
 //! are not even read as text): a lower bound no reader that reads fields can reach with serde.
+//! The report's reader takes plain lines apart with its own scanner and leaves the others to
+//! serde (`src/trace/scan.rs`), so it can come in under the serde floor.
 //!
 //! This machine has two cores, often shared with other work, so one run says little: the
 //! report and the floors run `RUNS` times each (7 unless `TRACE_BENCH_RUNS` says otherwise),

@@ -81,8 +81,8 @@ pub fn lock(bytes: &[u8]) {
 /// Trace lines, read and folded in memory as every `mur trace` view does, then rendered by
 /// `show`, `steps` (plain and verbose) and their JSON forms.
 pub fn trace_lines(bytes: &[u8]) {
-    // Each line reads as it reads from its bytes alone: the faster ways of reading a line
-    // (from a `str`) only ever give the same event or the same error.
+    // Each line reads as the derived `Deserialize` reads it from the bytes alone: the faster
+    // ways (the line scanner, serde from a `str`) only ever give the same event or error.
     for line in bytes.split_inclusive(|&b| b == b'\n') {
         same_event::<crate::trace::lenient::Checked>(line);
         same_event::<serde_json::Value>(line);

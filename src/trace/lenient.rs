@@ -8,7 +8,8 @@
 //! Strings are borrowed from the line being read whenever the JSON text allows it (no escapes),
 //! so a line costs no allocation for the fields the views only look at; [`Checked`] reads a
 //! value exactly as strictly as `serde_json::Value` would and keeps nothing, for readers that do
-//! not print it.
+//! not print it. [`Field`] is the one reading rule per field type, for serde and for the line
+//! scanner alike.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -178,6 +179,107 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+/// How a trace field of this type is read: by serde (the derived `Deserialize` of
+/// [`super::event::Event`] reads every field with [`read`]), and, for the values the line
+/// scanner (`super::scan`) has already taken apart, what that same reading gives. One impl per
+/// field type holds both, side by side, so the two ways of reading a line cannot drift apart.
+pub trait Field<'de>: Sized {
+    /// Read the field's value.
+    fn read<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error>;
+
+    /// What [`Field::read`] gives for a value of this shape, or `None` when the scanner must
+    /// leave the line to serde (a shape it does not take apart for this type).
+    fn scanned(value: Scanned<'de>) -> Option<Self>;
+}
+
+/// A value as the line scanner saw it: only the shapes it reads itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scanned<'a> {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// An integer of at most 18 digits, no fraction or exponent (so it fits an `i64`, and
+    /// serde_json reads it as the same `i64` or `u64`).
+    Int(i64),
+    /// A string, borrowed from the line when it has no escapes (only the escapes other than
+    /// `\u`, which serde_json reads the same way, are unescaped by the scanner).
+    Str(Cow<'a, str>),
+    /// An array or object (already checked to be JSON that serde_json reads without error).
+    Nested,
+}
+
+/// Read any trace field by its type's [`Field`] rule (the `deserialize_with` of every field).
+pub fn read<'de, D: Deserializer<'de>, T: Field<'de>>(d: D) -> Result<T, D::Error> {
+    T::read(d)
+}
+
+impl<'de> Field<'de> for Option<Cow<'de, str>> {
+    fn read<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        string(d)
+    }
+    fn scanned(value: Scanned<'de>) -> Option<Self> {
+        match value {
+            Scanned::Str(s) => Some(Some(s)),
+            Scanned::Null | Scanned::Bool | Scanned::Int(_) => Some(None),
+            // `string` would read it as `None` too, but checking it the way `string` does
+            // (keys as text) is serde's to do.
+            Scanned::Nested => None,
+        }
+    }
+}
+
+impl<'de> Field<'de> for Option<i64> {
+    fn read<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        int(d)
+    }
+    fn scanned(value: Scanned<'de>) -> Option<Self> {
+        match value {
+            Scanned::Int(n) => Some(Some(n)),
+            Scanned::Null | Scanned::Bool | Scanned::Str(_) => Some(None),
+            Scanned::Nested => None,
+        }
+    }
+}
+
+impl<'de> Field<'de> for Option<Vec<String>> {
+    fn read<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        strings(d)
+    }
+    fn scanned(value: Scanned<'de>) -> Option<Self> {
+        match value {
+            Scanned::Null | Scanned::Bool | Scanned::Int(_) | Scanned::Str(_) => Some(None),
+            Scanned::Nested => None,
+        }
+    }
+}
+
+impl<'de> Field<'de> for Option<Usage> {
+    fn read<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        usage(d)
+    }
+    fn scanned(value: Scanned<'de>) -> Option<Self> {
+        match value {
+            // Not an object: no token counts in it.
+            Scanned::Null | Scanned::Bool | Scanned::Int(_) | Scanned::Str(_) => Some(None),
+            Scanned::Nested => None,
+        }
+    }
+}
+
+/// A tool input: `null` reads as absent, anything else as `I` reads it.
+impl<'de, I: ToolInput> Field<'de> for Option<I> {
+    fn read<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Option::<I>::deserialize(d)
+    }
+    fn scanned(value: Scanned<'de>) -> Option<Self> {
+        match value {
+            Scanned::Null => Some(None),
+            _ => I::scanned().map(Some),
+        }
+    }
+}
+
 /// A JSON value read as strictly as `serde_json::Value` reads it, and dropped.
 ///
 /// The views that print a tool call's input keep it as a `Value`; the ones that only count
@@ -244,17 +346,27 @@ impl<'de> Deserialize<'de> for Checked {
 pub trait ToolInput: for<'de> Deserialize<'de> {
     /// The input as a `Value`, if this form keeps it.
     fn into_value(self) -> Option<serde_json::Value>;
+
+    /// What reading a value the line scanner has checked gives, when this form keeps nothing
+    /// of it; `None` when it must be read by serde.
+    fn scanned() -> Option<Self>;
 }
 
 impl ToolInput for serde_json::Value {
     fn into_value(self) -> Option<serde_json::Value> {
         Some(self)
     }
+    fn scanned() -> Option<Self> {
+        None
+    }
 }
 
 impl ToolInput for Checked {
     fn into_value(self) -> Option<serde_json::Value> {
         None
+    }
+    fn scanned() -> Option<Self> {
+        Some(Checked)
     }
 }
 
