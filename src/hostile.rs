@@ -81,12 +81,20 @@ pub fn lock(bytes: &[u8]) {
 /// Trace lines, read and folded in memory as every `mur trace` view does, then rendered by
 /// `show`, `steps` (plain and verbose) and their JSON forms.
 pub fn trace_lines(bytes: &[u8]) {
+    // Each line reads as the derived `Deserialize` reads it from the bytes alone: the faster
+    // ways (the line scanner, serde from a `str`) only ever give the same event or error.
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        same_event::<crate::trace::lenient::Checked>(line);
+        same_event::<serde_json::Value>(line);
+    }
     let path = Path::new("trace.jsonl");
     let mut reader = crate::trace::reader::TraceReader::new(path, bytes);
     let mut builder = Builder::new(path, Detail::Full);
-    for ev in &mut reader {
-        match ev {
-            Ok(ev) => builder.push(ev),
+    loop {
+        let mut ev = crate::trace::event::Event::<serde_json::Value>::default();
+        match reader.read_event(&mut ev) {
+            Ok(true) => builder.push(&mut ev),
+            Ok(false) => break,
             Err(_) => return,
         }
     }
@@ -98,6 +106,13 @@ pub fn trace_lines(bytes: &[u8]) {
     let _ = crate::trace::steps::render(&summary, true, &Style::PLAIN);
     let _ = crate::trace::steps::json(&summary, false);
     let _ = crate::trace::diff::render(&summary, &summary, &Style::PLAIN);
+}
+
+fn same_event<I: crate::trace::lenient::ToolInput + std::fmt::Debug + PartialEq>(line: &[u8]) {
+    use crate::trace::event::Event;
+    let fast = Event::<I>::parse(line).map_err(|e| e.to_string());
+    let serde = Event::<I>::parse_with_serde(line).map_err(|e| e.to_string());
+    assert_eq!(fast, serde, "{}", String::from_utf8_lossy(line));
 }
 
 /// A trace file on disk, through `mur trace show`, `steps`, `report` and `diff` by path: the

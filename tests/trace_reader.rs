@@ -75,3 +75,55 @@ fn a_line_longer_than_the_cap_is_refused_before_it_is_held() {
         format!("{}:2: line is longer than 16 MiB", path.display())
     );
 }
+
+/// Plain lines are taken apart by the reader's own scanner and the others by serde_json; the
+/// two must read the same. Every fixture and conformance trace reads the same as its copy whose
+/// keys are all written with an escape (which the scanner leaves to serde), at every detail
+/// level, and every view prints the same for both.
+#[test]
+fn plain_and_escaped_lines_read_the_same() {
+    let traces = [
+        trace_support::fixture("pull/workdir/ses_019ed2af76b57c42912b612f07dd4d51/trace.jsonl"),
+        trace_support::fixture("failed/workdir/ses_0193a1b2d0007000800000000000f00f/trace.jsonl"),
+        trace_support::fixture(
+            "delegation/workdir/ses_0193a1b2c3d47000800000000000a001/trace.jsonl",
+        ),
+        trace_support::conformance("upstream-basic.trace.jsonl"),
+        trace_support::conformance("upstream-pull.trace.jsonl"),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("ses_0193000000007000800000000000eeee");
+    std::fs::create_dir(&session).unwrap();
+    let path = session.join("trace.jsonl");
+    // `"key":` as `"\u006bey":`: the same key to serde, left to it by the scanner.
+    let key = regex::Regex::new(r#""([a-z])([a-z_]*)":"#).unwrap();
+    for trace in &traces {
+        let plain = std::fs::read_to_string(trace).unwrap();
+        let escaped = key
+            .replace_all(&plain, |c: &regex::Captures| {
+                format!("\"\\u{:04x}{}\":", c[1].as_bytes()[0], &c[2])
+            })
+            .into_owned();
+        assert_ne!(plain, escaped);
+        let read = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let summaries: Vec<String> = [Detail::Totals, Detail::Turns, Detail::Full]
+                .into_iter()
+                .map(|detail| serde_json::to_string(&load(&path, detail).unwrap()).unwrap())
+                .collect();
+            let p = path.to_str().unwrap();
+            let views: Vec<String> = [
+                &["trace", "show", p][..],
+                &["trace", "steps", "-v", p],
+                &["trace", "report", "--json", p],
+                &["trace", "report", p],
+                &["trace", "diff", p, p],
+            ]
+            .iter()
+            .map(|args| trace_support::mur(tmp.path(), args).stdout)
+            .collect();
+            (summaries, views)
+        };
+        assert_eq!(read(&plain), read(&escaped), "{}", trace.display());
+    }
+}

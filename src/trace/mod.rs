@@ -2,7 +2,8 @@
 //!
 //! The layers, each in its own module:
 //! - [`reader`] streams a trace one line at a time into [`event::Event`]s (lenient about
-//!   unknown keys and events, tolerant of a torn last line);
+//!   unknown keys and events, tolerant of a torn last line), a plain line taken apart by a
+//!   scanner made for them (`scan`) and any other by serde_json;
 //! - [`summary`] folds those events into a [`record::Summary`] in one pass;
 //! - [`address`] turns a session address (`@N`, id suffix, full id, path) into a trace path;
 //! - [`tree`] follows delegations into children's traces;
@@ -17,6 +18,7 @@ pub mod lenient;
 pub mod reader;
 pub mod record;
 pub mod report;
+mod scan;
 pub mod show;
 pub mod steps;
 pub mod summary;

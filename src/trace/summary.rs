@@ -5,11 +5,13 @@
 //! come from `session_end` when it exists and from the lines otherwise, so a trace cut short
 //! (a killed run, a run still going) still reads.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use crate::diagnostic::Diagnostic;
 
 use super::event::Event;
+use super::lenient::{Checked, ToolInput};
 use super::reader::TraceReader;
 
 pub use super::record::*;
@@ -19,13 +21,35 @@ pub use super::record::*;
 /// `E-TRC-001` for an empty trace, a trace with no `session_start`, or a corrupt line before the
 /// last; `E-IO-*` when the file cannot be read.
 pub fn load(path: &Path, detail: Detail) -> Result<Summary, Diagnostic> {
-    let mut reader = TraceReader::open(path)?;
+    let reader = TraceReader::open(path)?;
+    // Only `Full` prints tool inputs; the others check them as strictly and keep nothing.
+    if detail == Detail::Full {
+        fold::<_, serde_json::Value>(reader, path, detail)
+    } else {
+        fold::<_, Checked>(reader, path, detail)
+    }
+}
+
+fn fold<R: std::io::Read, I: ToolInput>(
+    mut reader: TraceReader<R>,
+    path: &Path,
+    detail: Detail,
+) -> Result<Summary, Diagnostic> {
     let mut b = Builder::new(path, detail);
-    for ev in &mut reader {
-        b.push(ev?);
+    loop {
+        let mut ev = Event::<I>::default();
+        if !reader.read_event(&mut ev)? {
+            break;
+        }
+        b.push(&mut ev);
     }
     b.summary.torn_last_line = reader.torn_last_line;
     b.finish()
+}
+
+/// A borrowed string field as an owned one, for what the summary keeps.
+fn own(v: Option<Cow<'_, str>>) -> Option<String> {
+    v.map(Cow::into_owned)
 }
 
 /// Incremental fold of events into a [`Summary`].
@@ -71,8 +95,8 @@ impl Builder {
         }
     }
 
-    /// Take one event into account.
-    pub fn push(&mut self, ev: Event) {
+    /// Take one event into account, taking out of it the fields the summary keeps.
+    pub fn push<I: ToolInput>(&mut self, ev: &mut Event<'_, I>) {
         self.lines += 1;
         let s = &mut self.summary;
         if s.first_timestamp.is_none() {
@@ -83,10 +107,17 @@ impl Builder {
         }
         if s.session_id.is_empty() {
             if let Some(id) = &ev.session_id {
-                s.session_id = id.clone();
+                s.session_id = id.to_string();
             }
         }
-        s.last_event = ev.event_type.clone();
+        // Every line replaces the last type: reuse its buffer rather than allocate per line.
+        match (&mut s.last_event, ev.event_type.as_deref()) {
+            (Some(last), Some(kind)) => {
+                last.clear();
+                last.push_str(kind);
+            }
+            (last, kind) => *last = kind.map(str::to_owned),
+        }
         match ev.kind() {
             "session_start" => self.session_start(ev),
             "task_start" => s.tasks += 1,
@@ -110,17 +141,17 @@ impl Builder {
             "shell" => self.shell(ev),
             "skill_call" => {
                 s.skill_calls += 1;
-                let name = ev.skill_name.unwrap_or_default();
+                let name = own(ev.skill_name.take()).unwrap_or_default();
                 self.note(format!("skill {name}"));
             }
             "artifact_pulled" => {
                 let p = Pull {
-                    name: ev.name.unwrap_or_else(|| "?".into()),
-                    version: ev.version.unwrap_or_else(|| "?".into()),
-                    runtime: ev.runtime.unwrap_or_else(|| "tool".into()),
-                    origin: ev.origin.unwrap_or_else(|| "runtime".into()),
-                    trust: ev.trust.unwrap_or_else(|| "untrusted".into()),
-                    fetched_from: ev.fetched_from,
+                    name: own(ev.name.take()).unwrap_or_else(|| "?".into()),
+                    version: own(ev.version.take()).unwrap_or_else(|| "?".into()),
+                    runtime: own(ev.runtime.take()).unwrap_or_else(|| "tool".into()),
+                    origin: own(ev.origin.take()).unwrap_or_else(|| "runtime".into()),
+                    trust: own(ev.trust.take()).unwrap_or_else(|| "untrusted".into()),
+                    fetched_from: own(ev.fetched_from.take()),
                     owner_id: ev.owner_id,
                 };
                 let text = format!("pulled {}@{} ({}/{})", p.name, p.version, p.origin, p.trust);
@@ -130,9 +161,9 @@ impl Builder {
             "tools_refreshed" => {
                 let r = Refresh {
                     turn: ev.turn,
-                    trigger: ev.trigger.unwrap_or_default(),
-                    added: ev.added.unwrap_or_default(),
-                    removed: ev.removed.unwrap_or_default(),
+                    trigger: own(ev.trigger.take()).unwrap_or_default(),
+                    added: ev.added.take().unwrap_or_default(),
+                    removed: ev.removed.take().unwrap_or_default(),
                 };
                 let text = format!("tools refreshed ({}){}", r.trigger, change_list(&r));
                 s.refreshes.push(r);
@@ -141,10 +172,10 @@ impl Builder {
             "call_denied" => {
                 let d = Denial {
                     turn: ev.turn,
-                    event: ev.event,
-                    hook_name: ev.hook_name,
-                    target: ev.target,
-                    reason: ev.reason,
+                    event: own(ev.event.take()),
+                    hook_name: own(ev.hook_name.take()),
+                    target: own(ev.target.take()),
+                    reason: own(ev.reason.take()),
                 };
                 let text = format!(
                     "denied {} by {}: {}",
@@ -160,10 +191,10 @@ impl Builder {
                     turn: ev.turn,
                     attempt: ev.attempt,
                     max_retries: ev.max_retries,
-                    reason: ev.reason,
+                    reason: own(ev.reason.take()),
                     provider_status: ev.provider_status,
                     delay_ms: ev.delay_ms,
-                    error: ev.error,
+                    error: own(ev.error.take()),
                 };
                 let text = format!("retry {}", retry_text(&r));
                 s.retries.push(r);
@@ -172,8 +203,8 @@ impl Builder {
             "task_failed" => {
                 let f = Failure {
                     turn: ev.turn,
-                    cause: ev.cause,
-                    reason: ev.reason,
+                    cause: own(ev.cause.take()),
+                    reason: own(ev.reason.take()),
                 };
                 let text = format!(
                     "task failed: {}{}",
@@ -187,7 +218,7 @@ impl Builder {
                 self.note(text);
             }
             "plan_start" => {
-                let id = ev.plan_id.unwrap_or_default();
+                let id = own(ev.plan_id.take()).unwrap_or_default();
                 let text = format!(
                     "plan {id} started ({} steps)",
                     ev.step_count.map_or("?".into(), |n| n.to_string())
@@ -201,18 +232,18 @@ impl Builder {
             }
             "plan_step" => {
                 let step = PlanStep {
-                    step_id: ev.step_id.unwrap_or_default(),
-                    kind: ev.kind,
-                    status: ev.status,
+                    step_id: own(ev.step_id.take()).unwrap_or_default(),
+                    kind: own(ev.kind.take()),
+                    status: own(ev.status.take()),
                     duration_ms: ev.duration_ms.map(|d| d.max(0) as u64),
                 };
-                let plan = plan_for(&mut s.plans, ev.plan_id);
+                let plan = plan_for(&mut s.plans, own(ev.plan_id.take()));
                 plan.steps.push(step);
             }
             "plan_end" => {
-                let id = ev.plan_id.clone();
-                let plan = plan_for(&mut s.plans, ev.plan_id);
-                plan.outcome = ev.outcome.clone().or(ev.status.clone());
+                let id = own(ev.plan_id.clone());
+                let plan = plan_for(&mut s.plans, own(ev.plan_id.take()));
+                plan.outcome = own(ev.outcome.clone()).or(own(ev.status.clone()));
                 let text = format!(
                     "plan {} {}",
                     id.unwrap_or_default(),
@@ -223,12 +254,12 @@ impl Builder {
             "delegation_start" => {
                 let turn = s.turns.last().map(|t| t.turn);
                 let d = Delegation {
-                    delegation_id: ev.delegation_id,
-                    capsule: ev.capsule.unwrap_or_else(|| "?".into()),
-                    version: ev.version,
-                    child_session_id: ev.child_session_id,
-                    child_workdir: ev.child_workdir,
-                    child_records_dir: ev.child_records_dir,
+                    delegation_id: own(ev.delegation_id.take()),
+                    capsule: own(ev.capsule.take()).unwrap_or_else(|| "?".into()),
+                    version: own(ev.version.take()),
+                    child_session_id: own(ev.child_session_id.take()),
+                    child_workdir: own(ev.child_workdir.take()),
+                    child_records_dir: own(ev.child_records_dir.take()),
                     usage: ev.usage,
                     turn,
                     ..Delegation::default()
@@ -245,7 +276,7 @@ impl Builder {
             "task_end" => {}
             "session_end" => {
                 s.ended = true;
-                s.status = ev.exit_status;
+                s.status = own(ev.exit_status.take());
                 s.duration_ms = ev.duration_ms.map(|d| d.max(0) as u64);
                 self.end_totals = Some(Totals {
                     turns: Event::n(ev.total_turns),
@@ -259,29 +290,28 @@ impl Builder {
         }
     }
 
-    fn session_start(&mut self, ev: Event) {
+    fn session_start<I: ToolInput>(&mut self, ev: &mut Event<'_, I>) {
         let s = &mut self.summary;
         if self.saw_start {
             return; // a resumed launch: keep the first identity
         }
         self.saw_start = true;
-        if let Some(id) = ev.session_id {
+        if let Some(id) = own(ev.session_id.take()) {
             s.session_id = id;
         }
-        s.capsule = ev.capsule_name;
-        s.capsule_version = ev.capsule_version;
-        s.model = ev.model;
+        s.capsule = own(ev.capsule_name.take());
+        s.capsule_version = own(ev.capsule_version.take());
+        s.model = own(ev.model.take());
         s.max_turns = ev.max_turns;
-        s.tools_declared = ev.tools_declared.unwrap_or_default();
-        s.containment = ev
-            .containment_declared
-            .zip(ev.containment_achieved)
+        s.tools_declared = ev.tools_declared.take().unwrap_or_default();
+        s.containment = own(ev.containment_declared.take())
+            .zip(own(ev.containment_achieved.take()))
             .map(|(declared, achieved)| crate::trace::record::Containment { declared, achieved });
-        s.spawned_by = ev.spawned_by;
-        s.delegation_id = ev.delegation_id;
+        s.spawned_by = own(ev.spawned_by.take());
+        s.delegation_id = own(ev.delegation_id.take());
     }
 
-    fn inference(&mut self, ev: Event) {
+    fn inference<I: ToolInput>(&mut self, ev: &mut Event<'_, I>) {
         let s = &mut self.summary;
         if ev.origin.as_deref().is_some_and(|o| o.starts_with("hook:")) {
             s.hook_inferences += 1;
@@ -297,8 +327,7 @@ impl Builder {
         }
         s.counted.input_tokens = s.counted.input_tokens.saturating_add(input.unwrap_or(0));
         s.counted.output_tokens = s.counted.output_tokens.saturating_add(output.unwrap_or(0));
-        let decision = ev.decision.unwrap_or_else(|| "?".into());
-        if decision == "error" {
+        if ev.decision.as_deref() == Some("error") {
             s.failed_inferences += 1;
         } else {
             s.counted.turns += 1;
@@ -307,11 +336,11 @@ impl Builder {
             s.turns.push(Turn {
                 task: s.tasks,
                 turn: ev.turn.unwrap_or(s.turns.len() as i64),
-                decision,
-                tool_name: ev.tool_name,
+                decision: own(ev.decision.take()).unwrap_or_else(|| "?".into()),
+                tool_name: own(ev.tool_name.take()),
                 input_tokens: input,
                 output_tokens: output,
-                error_code: ev.error_code,
+                error_code: own(ev.error_code.take()),
                 provider_status: ev.provider_status,
                 before: std::mem::take(&mut self.pending),
                 ..Turn::default()
@@ -319,9 +348,9 @@ impl Builder {
         }
     }
 
-    fn tool_call(&mut self, ev: Event) {
+    fn tool_call<I: ToolInput>(&mut self, ev: &mut Event<'_, I>) {
         let s = &mut self.summary;
-        let tool = ev.tool_name.unwrap_or_else(|| "?".into());
+        let tool = ev.tool_name.take().unwrap_or(Cow::Borrowed("?"));
         let ok = ev.status.as_deref() == Some("ok");
         let ms = ev.duration_ms.map(|d| d.max(0) as u64);
         s.counted.tool_calls += 1;
@@ -334,12 +363,12 @@ impl Builder {
         s.tool_calls.total_ms = s.tool_calls.total_ms.saturating_add(ms.unwrap_or(0));
         s.tool_calls.max_ms = s.tool_calls.max_ms.max(ms.unwrap_or(0));
         let out_bytes = ev.output_bytes.map(|b| b.max(0) as u64);
-        if let Some(stats) = s.tools.get_mut(&tool) {
+        if let Some(stats) = s.tools.get_mut(&*tool) {
             add_call(stats, ok, ms, out_bytes);
         } else {
             let mut stats = NameStats::default();
             add_call(&mut stats, ok, ms, out_bytes);
-            s.tools.insert(tool.clone(), stats);
+            s.tools.insert(tool.to_string(), stats);
         }
         if self.detail == Detail::Totals {
             s.latencies
@@ -347,15 +376,15 @@ impl Builder {
             return;
         }
         let call = Call {
-            tool,
-            status: ev.status.unwrap_or_else(|| "?".into()),
+            tool: tool.into_owned(),
+            status: own(ev.status.take()).unwrap_or_else(|| "?".into()),
             duration_ms: ms,
             input_bytes: ev.input_bytes.map(|b| b.max(0) as u64),
             output_bytes: out_bytes,
             exit_code: None,
-            error: ev.error,
+            error: own(ev.error.take()),
             input: if self.detail == Detail::Full {
-                ev.input
+                ev.input.take().and_then(I::into_value)
             } else {
                 None
             },
@@ -372,7 +401,7 @@ impl Builder {
         }
     }
 
-    fn shell(&mut self, ev: Event) {
+    fn shell<I: ToolInput>(&mut self, ev: &mut Event<'_, I>) {
         let s = &mut self.summary;
         s.counted.shell_calls += 1;
         s.shell.count += 1;
@@ -391,36 +420,36 @@ impl Builder {
         }
     }
 
-    fn delegation(&mut self, ev: Event) {
+    fn delegation<I: ToolInput>(&mut self, ev: &mut Event<'_, I>) {
         let s = &mut self.summary;
-        let existing = ev.delegation_id.as_ref().and_then(|id| {
+        let existing = ev.delegation_id.as_deref().and_then(|id| {
             s.delegations
                 .iter_mut()
-                .find(|d| d.delegation_id.as_ref() == Some(id))
+                .find(|d| d.delegation_id.as_deref() == Some(id))
         });
         let d = match existing {
             Some(d) => d,
             None => {
                 let turn = s.turns.last().map(|t| t.turn);
                 s.delegations.push(Delegation {
-                    delegation_id: ev.delegation_id.clone(),
-                    capsule: ev.capsule.clone().unwrap_or_else(|| "?".into()),
-                    version: ev.version.clone(),
-                    child_session_id: ev.child_session_id.clone(),
+                    delegation_id: own(ev.delegation_id.clone()),
+                    capsule: own(ev.capsule.clone()).unwrap_or_else(|| "?".into()),
+                    version: own(ev.version.clone()),
+                    child_session_id: own(ev.child_session_id.clone()),
                     turn,
                     ..Delegation::default()
                 });
                 s.delegations.last_mut().expect("just pushed")
             }
         };
-        d.outcome = Some(ev.outcome.unwrap_or_else(|| "unknown".into()));
-        d.reason = ev.reason;
+        d.outcome = Some(own(ev.outcome.take()).unwrap_or_else(|| "unknown".into()));
+        d.reason = own(ev.reason.take());
         d.duration_ms = ev.duration_ms.map(|x| x.max(0) as u64);
         if ev.usage.is_some() {
             d.usage = ev.usage;
         }
         if d.child_session_id.is_none() {
-            d.child_session_id = ev.child_session_id;
+            d.child_session_id = own(ev.child_session_id.take());
         }
         let text = format!(
             "delegation to {} ended: {}{}",
