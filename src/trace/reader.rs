@@ -237,37 +237,10 @@ fn rest_is_blank(tail: &[u8], input: &mut impl Read, eof: bool) -> std::io::Resu
     }
 }
 
-/// Offset of the first `\n` in `hay`, sixteen bytes at a time (std's own search is not
-/// public, and lines are long enough for this to matter: a byte at a time would cost about a
-/// quarter of a report).
+/// Offset of the first `\n` in `hay` (memchr's vectorised search: lines are long enough for a
+/// byte-at-a-time scan to cost about a quarter of a report).
 fn find_newline(hay: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    const NEWLINES: u64 = ONES * b'\n' as u64;
-    // The high bit of each byte of `x` that was a newline (`x` is the word xor NEWLINES, so
-    // those bytes are zero); only the lowest set bit is exact, as a borrow only runs upwards.
-    let zeros = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let word = |b: &[u8]| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(b);
-        u64::from_le_bytes(w) ^ NEWLINES
-    };
-    let mut pairs = hay.chunks_exact(16);
-    let mut at = 0;
-    for pair in &mut pairs {
-        let (lo, hi) = (zeros(word(&pair[..8])), zeros(word(&pair[8..])));
-        if lo | hi != 0 {
-            let first = if lo != 0 {
-                lo.trailing_zeros()
-            } else {
-                64 + hi.trailing_zeros()
-            };
-            return Some(at + (first / 8) as usize);
-        }
-        at += 16;
-    }
-    let tail = pairs.remainder();
-    tail.iter().position(|&b| b == b'\n').map(|i| at + i)
+    memchr::memchr(b'\n', hay)
 }
 
 fn corrupt(path: &Path, line_no: usize, why: impl std::fmt::Display) -> Diagnostic {
