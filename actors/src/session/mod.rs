@@ -21,26 +21,23 @@ use std::time::Instant;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::{json, Value};
 
-use crate::delegation::{outcome_text, ChildTable, DelegationOutcome, OutcomeStatus};
-use crate::dispatcher::{
-    CallKind, CallRequest, CallResult, Dispatched, Dispatcher, DispatcherArgs, DispatcherMsg,
-    Effect,
-};
+use crate::delegation::{ChildTable, DelegationOutcome, OutcomeStatus};
+use crate::dispatcher::{Dispatcher, DispatcherArgs, DispatcherMsg};
 use crate::durable::{self, RecordSync, SessionRecords};
 use crate::file_lane::{self, Lane};
 use crate::ids;
 use crate::model::{
-    ContentBlock, History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink,
-    StopReason, ToolSpec,
+    History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink, ToolSpec,
 };
 use crate::prompt;
+use crate::protocol::{CallRequest, Dispatched};
 use crate::spec::{Capture, SessionSpec};
 use crate::staging;
 use crate::supervisor::SupervisorMsg;
 use crate::task::OwnedTask;
-use crate::text::{estimate_tokens, sha256_hex, truncate};
-use crate::tool::ExecStatus;
-use crate::trace::{Durability, TraceEvent, TraceWriter};
+use crate::text::{sha256_hex, truncate};
+use crate::trace::events;
+use crate::trace::{TraceEvent, TraceWriter};
 
 /// How a session ended (`task_end.exit_status`, `session_end.exit_status`, `status:` of `mur run`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -659,13 +656,13 @@ impl Actor for Session {
                     return Ok(());
                 }
                 let reason = format!("the session crashed: {text}");
-                state.emit(
-                    TraceEvent::new("task_failed", Some(&state.task_event))
-                        .with("task_id", &state.task_id)
-                        .with("turn", state.turn)
-                        .with("cause", "runtime_error")
-                        .with("reason", truncate(&reason, 2000)),
-                );
+                state.emit(events::task_failed(
+                    &state.task_event,
+                    &state.task_id,
+                    state.turn,
+                    "runtime_error",
+                    &reason,
+                ));
                 let _ = state
                     .close(ExitStatus::Failed, format!("error: {reason}"))
                     .await;

@@ -21,6 +21,8 @@ use serde_json::{Map, Value};
 
 use crate::ids;
 
+pub mod events;
+
 /// One trace line before it is written: the envelope plus the event's own fields, in order.
 #[derive(Clone, Debug)]
 pub struct TraceEvent {
