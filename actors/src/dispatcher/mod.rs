@@ -41,7 +41,7 @@ use crate::spec::{Grants, SessionPaths};
 use crate::supervisor::SupervisorMsg;
 use crate::task::OwnedTask;
 use crate::tool::{ExecRequest, ExecStatus, Executors, RuntimeTool, ToolDecl, ToolOrigin};
-use crate::trace::TraceWriter;
+use crate::trace::TraceLog;
 use plan_steps::PlanSteps;
 
 /// What the Dispatcher is running. Calls run one at a time, so this is the whole story of its
@@ -94,7 +94,7 @@ pub struct DispatcherArgs {
     /// The process Supervisor, which starts children; `None` refuses delegations.
     pub supervisor: Option<ActorRef<SupervisorMsg>>,
     /// The session's trace writer (plan and plan-delegation lines).
-    pub trace: TraceWriter,
+    pub trace: TraceLog,
     /// The session's `session_start` event id.
     pub session_event: String,
     /// `lifecycle.delegation_deadline_secs`, for plan capsule steps that wait.
@@ -122,7 +122,7 @@ pub struct DispatcherState {
     gate: Option<Arc<dyn CallGate>>,
     table: Arc<ToolTable>,
     delegation: DelegateCtx,
-    trace: TraceWriter,
+    trace: TraceLog,
     session_event: String,
     session: ActorRef<SessionMsg>,
     running: Running,

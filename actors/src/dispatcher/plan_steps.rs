@@ -16,7 +16,7 @@ use crate::plan::{StepOutcome, StepRunner};
 use crate::text::truncate;
 use crate::tool::{ExecRequest, ExecStatus};
 use crate::trace::events::{self, DelegationEnd, DelegationStart};
-use crate::trace::{TraceEvent, TraceWriter};
+use crate::trace::{TraceEvent, TraceLog};
 
 /// The session side of a running plan.
 pub struct PlanSteps {
@@ -25,7 +25,7 @@ pub struct PlanSteps {
     /// How capsule steps start children.
     pub delegation: DelegateCtx,
     /// The session's trace.
-    pub trace: TraceWriter,
+    pub trace: TraceLog,
     /// The session's `session_start` id (delegation lines hang off it).
     pub session_event: String,
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::protocol::CallKind;
 use crate::spec::{Grants, SessionPaths};
 use crate::tool::{Executors, RuntimeTool, ToolDecl, ToolExecutor, ToolKind, ToolOrigin};
-use crate::trace::TraceWriter;
+use crate::trace::TraceLog;
 
 /// What a call can be routed to: the held tools, the grants and the executors. Shared with a
 /// running plan, whose steps route through the same table.
@@ -117,7 +117,7 @@ impl ToolTable {
     }
 
     /// A trace sink for calls whose lines hang off `parent`.
-    pub fn sink(trace: &TraceWriter, parent: &str) -> crate::tool::TraceSink {
+    pub fn sink(trace: &TraceLog, parent: &str) -> crate::tool::TraceSink {
         let trace = trace.clone();
         let parent = parent.to_string();
         Arc::new(move |mut e: crate::trace::TraceEvent| {
