@@ -6,6 +6,7 @@
 
 use std::io::Write;
 
+use mur_actors::record_error::RecordError;
 use mur_actors::session::SessionReport;
 use mur_actors::spec::SessionSpec;
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
@@ -75,15 +76,21 @@ pub async fn launch(
     // session that fails with nowhere to write its trace. The folders that gained the records'
     // new folders are flushed (the session's end covers its own folder's); the work folder is
     // the commands'.
+    let create = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |e: std::io::Error| RecordError::Create {
+            path,
+            cause: e.to_string(),
+        }
+    };
     let made = mur_actors::durable::create_dirs(&spec.paths.records_dir)
-        .map_err(|e| format!("cannot create {}: {e}", spec.paths.records_dir.display()))
+        .map_err(create(&spec.paths.records_dir))
         .and_then(|made| mur_actors::durable::flush_made(&made));
-    let workdir = std::fs::create_dir_all(&spec.paths.workdir)
-        .map_err(|e| format!("cannot create {}: {e}", spec.paths.workdir.display()));
+    let workdir = std::fs::create_dir_all(&spec.paths.workdir).map_err(create(&spec.paths.workdir));
     for made in [made, workdir] {
         if let Err(e) = made {
             stop(sup, sup_handle).await;
-            return Err(Diagnostic::error("E-IO-002", e).with_hint(format!(
+            return Err(Diagnostic::error("E-IO-002", e.to_string()).with_hint(format!(
                 "the session folder {} must be creatable and writable; pass --workdir to put it elsewhere",
                 records.display()
             )));

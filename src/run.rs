@@ -292,7 +292,7 @@ pub async fn run(args: RunArgs) -> i32 {
     match launch::launch(spec, &header, sup).await {
         Ok(report) => {
             let problem = if let Some(e) = &report.trace_error {
-                Some(Diagnostic::error("E-RUN-007", e.clone()))
+                Some(Diagnostic::error(e.code(), e.to_string()))
             } else if report.exit_status != ExitStatus::Ok {
                 Some(
                     Diagnostic::error(

@@ -9,6 +9,7 @@ mod common;
 
 use common::alive;
 use mur::drivers::script::ScriptDriver;
+use mur_actors::record_error::RecordError;
 use mur_actors::session::{ExitStatus, SessionReport};
 use mur_actors::spec::{Grants, SessionPaths, SessionSpec};
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
@@ -483,14 +484,17 @@ turns:
         records.join("trace.jsonl").display()
     );
     assert!(report.result.contains(&want), "{}", report.result);
+    // The error is typed: the trace's write failure, naming the file, under E-RUN-007.
+    let error = report
+        .trace_error
+        .as_ref()
+        .expect("the report carries the error");
     assert!(
-        report
-            .trace_error
-            .as_deref()
-            .is_some_and(|e| e.contains(&want)),
-        "{:?}",
-        report.trace_error
+        matches!(error, RecordError::TraceWrite { path, .. } if path == &records.join("trace.jsonl")),
+        "{error:?}"
     );
+    assert_eq!(error.to_string(), want);
+    assert_eq!(error.code(), "E-RUN-007");
     // The session did not run on unrecorded: its command (if it started) was ended with it.
     let gone = std::time::Instant::now() + Duration::from_secs(5);
     while alive(&marker) {

@@ -24,6 +24,7 @@
 //! submits its own) and a work folder inside it (the commands' files, not ours). The lock file
 //! is synced where it is written (`murmur.lock` goes through a synced temporary and a rename).
 
+use crate::record_error::RecordError;
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ struct TreeState {
     /// Folders listed or that gained entries, to `fsync` when the root settles.
     folders: HashSet<PathBuf>,
     /// The first error met; every later settle reports it too.
-    error: Option<String>,
+    error: Option<RecordError>,
     /// Woken when `outstanding` reaches zero.
     waiters: Vec<oneshot::Sender<()>>,
 }
@@ -112,7 +113,7 @@ impl SessionRecords {
 /// Flush, now, the folders that gained entries when `created` was made (what
 /// [`create_dirs`] answered), except the last one's parent, which its session's end covers:
 /// for the front end that makes a root's folders before the session starts. Blocking.
-pub fn flush_made(created: &[PathBuf]) -> Result<(), String> {
+pub fn flush_made(created: &[PathBuf]) -> Result<(), RecordError> {
     let Some((_, outer)) = created.split_last() else {
         return Ok(());
     };
@@ -146,7 +147,7 @@ impl RecordSync {
 
     /// Flush everything submitted so far and wait until it is durable; answers the first
     /// error met.
-    pub async fn settle(&self) -> Result<(), String> {
+    pub async fn settle(&self) -> Result<(), RecordError> {
         loop {
             self.outstanding_done().await;
             let paths: Vec<Flush> = {
@@ -198,7 +199,7 @@ impl Tree {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn finished(&self, error: Option<String>, listed: Listed) {
+    fn finished(&self, error: Option<RecordError>, listed: Listed) {
         let mut state = self.lock();
         state.files.extend(listed.files);
         state.folders.extend(listed.folders);
@@ -341,7 +342,10 @@ impl Pool {
                     let job = q.jobs.pop_back();
                     drop(q);
                     if let Some(job) = job {
-                        let error = format!("cannot start a sync thread: {e}");
+                        let error = RecordError::Stopped {
+                            what: "the flush worker",
+                            cause: format!("it could not start: {e}"),
+                        };
                         job.tree.finished(Some(error), Listed::default());
                     }
                     return;
@@ -398,15 +402,18 @@ impl Pool {
 /// List every file and folder under `dir` (itself included), leaving out `skip`, and start
 /// each file's writeback. A missing entry is nothing to flush; answers the first other error,
 /// naming the path.
-fn list(dir: &Path, skip: &[PathBuf], listed: &mut Listed) -> Result<(), String> {
-    let mut first: Option<String> = None;
+fn list(dir: &Path, skip: &[PathBuf], listed: &mut Listed) -> Result<(), RecordError> {
+    let mut first: Option<RecordError> = None;
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
         let entries = match std::fs::read_dir(&folder) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
-                first.get_or_insert(format!("cannot sync {}: {e}", folder.display()));
+                first.get_or_insert(RecordError::Flush {
+                    path: folder.clone(),
+                    cause: e.to_string(),
+                });
                 continue;
             }
         };
@@ -443,21 +450,27 @@ fn start_writeback(path: &Path) {
     let _ = path;
 }
 
-fn sync_file(path: &Path) -> Result<(), String> {
+fn sync_file(path: &Path) -> Result<(), RecordError> {
     observe(path);
     match File::open(path).and_then(|f| f.sync_data()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot sync {}: {e}", path.display())),
+        Err(e) => Err(RecordError::Flush {
+            path: path.to_path_buf(),
+            cause: e.to_string(),
+        }),
     }
 }
 
-fn sync_folder(path: &Path) -> Result<(), String> {
+fn sync_folder(path: &Path) -> Result<(), RecordError> {
     observe(path);
     match File::open(path).and_then(|f| f.sync_all()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot sync {}: {e}", path.display())),
+        Err(e) => Err(RecordError::Flush {
+            path: path.to_path_buf(),
+            cause: e.to_string(),
+        }),
     }
 }
 

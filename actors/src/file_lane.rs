@@ -15,6 +15,7 @@
 //! Flushes (`fsync`, [`crate::durable`]) take no lane: one can take seconds, and a queue of
 //! creates must not wait behind it.
 
+use crate::record_error::RecordError;
 use tokio::sync::Semaphore;
 
 /// How many jobs of one lane run at once in the whole process.
@@ -34,7 +35,7 @@ pub enum Lane {
 
 /// Run `job` on the blocking pool once `lane` has a free permit; `Err` only if the job
 /// panicked.
-pub async fn run<T, F>(lane: Lane, job: F) -> Result<T, String>
+pub async fn run<T, F>(lane: Lane, job: F) -> Result<T, RecordError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -47,7 +48,10 @@ where
     let _permit = permits.acquire().await.ok();
     tokio::task::spawn_blocking(job)
         .await
-        .map_err(|e| format!("file job stopped: {e}"))
+        .map_err(|e| RecordError::Stopped {
+            what: "a file job",
+            cause: e.to_string(),
+        })
 }
 
 #[cfg(test)]
@@ -79,7 +83,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_job_is_an_error_not_a_panic() {
-        let r: Result<(), String> = run(Lane::End, || panic!("boom")).await;
+        let r: Result<(), RecordError> = run(Lane::End, || panic!("boom")).await;
         assert!(r.unwrap_err().starts_with("file job stopped"));
     }
 }

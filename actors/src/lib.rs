@@ -23,6 +23,7 @@ pub mod plan;
 pub mod prompt;
 pub mod protocol;
 pub mod provided;
+pub mod record_error;
 pub mod registry;
 pub mod session;
 pub mod spec;

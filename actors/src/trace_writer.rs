@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use crate::record_error::RecordError;
 use crate::session::SessionMsg;
 
 /// Messages the [`TraceWriter`] takes.
@@ -26,8 +27,8 @@ pub enum TraceWriterMsg {
         session_id: String,
         /// The session to end, when one watches the file.
         owner: Option<ActorRef<SessionMsg>>,
-        /// `trace write failed: <path>: <error>`.
-        error: String,
+        /// What failed, naming the file.
+        error: RecordError,
     },
 }
 

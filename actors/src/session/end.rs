@@ -6,6 +6,7 @@ use ractor::ActorRef;
 use super::{ExitStatus, Life, SessionMsg, SessionReport, SessionState};
 use crate::dispatcher::DispatcherMsg;
 use crate::file_lane::{self, Lane};
+use crate::record_error::RecordError;
 use crate::trace::events;
 use crate::trace::{Durability, TraceEvent};
 
@@ -48,7 +49,10 @@ impl SessionState {
             let file = out.join("result.txt");
             std::fs::create_dir_all(&out)
                 .and_then(|_| std::fs::write(&file, result))
-                .map_err(|e| format!("cannot write {}: {e}", file.display()))
+                .map_err(|e| RecordError::Write {
+                    path: file,
+                    cause: e.to_string(),
+                })
         })
         .await
         .and_then(|r| r)

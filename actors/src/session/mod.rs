@@ -15,6 +15,7 @@ mod turn;
 use turn::spawn_infer;
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,6 +33,7 @@ use crate::model::{
 };
 use crate::prompt;
 use crate::protocol::{CallRequest, Dispatched};
+use crate::record_error::RecordError;
 use crate::spec::{Capture, SessionSpec};
 use crate::staging;
 use crate::supervisor::SupervisorMsg;
@@ -94,8 +96,8 @@ pub struct SessionReport {
     pub totals: Totals,
     /// Wall time.
     pub duration_ms: u64,
-    /// Set when the trace could not be written or synced.
-    pub trace_error: Option<String>,
+    /// Set when the records (the trace, the result file) could not be written or synced.
+    pub trace_error: Option<RecordError>,
 }
 
 /// A session's state as the door reports it.
@@ -155,8 +157,8 @@ pub enum SessionMsg {
     /// [`TraceWriter`](crate::trace_writer::TraceWriter)): the task ends `failed`, since nothing
     /// it does from now on would be recorded.
     TraceFailed {
-        /// `trace write failed: <path>: <error>`.
-        error: String,
+        /// What failed, naming the file.
+        error: RecordError,
     },
     /// A tool call waits for a dispatcher this session has not started yet.
     StartDispatcher,
@@ -344,7 +346,7 @@ impl SessionState {
 
     /// Create the session's folders, staged files and trace file: one job on the
     /// [`file_lane`].
-    pub(super) async fn stage(&mut self) -> Result<(), String> {
+    pub(super) async fn stage(&mut self) -> Result<(), RecordError> {
         let paths = self.spec.paths.clone();
         let tools = self.spec.tools.clone();
         let task = self
@@ -359,17 +361,22 @@ impl SessionState {
             // Only the records' folders are flushed at the end; the work folder is the
             // commands'. A session holding no tool runs no command: its work folder is never
             // made.
+            let fails = |make: fn(PathBuf, String) -> RecordError, path: &PathBuf| {
+                let path = path.clone();
+                move |e: std::io::Error| make(path, e.to_string())
+            };
+            let create = |path, cause| RecordError::Create { path, cause };
+            let stage = |path, cause| RecordError::Stage { path, cause };
             let made = durable::create_dirs(&paths.records_dir)
-                .map_err(|e| format!("cannot create {}: {e}", paths.records_dir.display()))?;
+                .map_err(fails(create, &paths.records_dir))?;
             if paths.workdir != paths.records_dir && !tools.is_empty() {
-                std::fs::create_dir_all(&paths.workdir)
-                    .map_err(|e| format!("cannot create {}: {e}", paths.workdir.display()))?;
+                std::fs::create_dir_all(&paths.workdir).map_err(fails(create, &paths.workdir))?;
             }
             staging::stage(&paths.records_dir, &tools, task.as_deref(), &capsule)
-                .map_err(|e| format!("cannot stage {}: {e}", paths.records_dir.display()))?;
+                .map_err(fails(stage, &paths.records_dir))?;
             if owns_workdir && !tools.is_empty() {
                 staging::link_tools(&paths.workdir, &paths.records_dir)
-                    .map_err(|e| format!("cannot stage {}: {e}", paths.workdir.display()))?;
+                    .map_err(fails(stage, &paths.workdir))?;
             }
             trace.create().map(|()| made)
         };
@@ -699,7 +706,7 @@ impl Actor for Session {
             SessionMsg::TraceFailed { error } => {
                 if !state.life.is_over() {
                     // Its own line is lost with the others; the report carries the error.
-                    state.fail(&myself, "runtime_error", &error);
+                    state.fail(&myself, "runtime_error", &error.to_string());
                 }
             }
             SessionMsg::Begin => state.begin(&myself).await,

@@ -40,7 +40,7 @@ impl SessionState {
             self.start_turn(myself);
         }
         if let Err(e) = self.stage().await {
-            self.fail(myself, "runtime_error", &e);
+            self.fail(myself, "runtime_error", &e.to_string());
         }
     }
 

@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::oneshot;
 
 use super::TraceEvent;
+use crate::record_error::RecordError;
 
 /// How durable [`TraceLog::sync`] makes the lines appended so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,13 +76,13 @@ struct State {
     /// Written since the clock's sweep last passed it.
     referenced: bool,
     /// The first error met; lines after it are dropped and every sync reports it.
-    error: Option<String>,
+    error: Option<RecordError>,
     /// Told the first error, once (the session's way to the [`crate::trace_writer::TraceWriter`]).
     on_failure: Option<FailureHook>,
 }
 
 /// Called once with the first write error of a trace file.
-type FailureHook = Box<dyn FnOnce(String) + Send>;
+type FailureHook = Box<dyn FnOnce(RecordError) + Send>;
 
 /// At most this many trace files are open at once (1024; tests lower it).
 static MAX_OPEN: AtomicUsize = AtomicUsize::new(1024);
@@ -156,7 +157,7 @@ enum Job {
     /// and nothing created it yet): answer with the file, or the first error.
     Barrier {
         file: Arc<TraceFile>,
-        reply: oneshot::Sender<Result<Option<Arc<File>>, String>>,
+        reply: oneshot::Sender<Result<Option<Arc<File>>, RecordError>>,
     },
     /// Every job queued before this one is done.
     Drain(oneshot::Sender<()>),
@@ -305,7 +306,7 @@ impl TraceFile {
 
     /// Create the file and its folder (blocking), unless it exists or an earlier attempt
     /// failed; then have the waiting lines written. Answers the first error.
-    fn create(&self) -> Result<(), String> {
+    fn create(&self) -> Result<(), RecordError> {
         {
             let state = self.lock();
             if let Some(e) = &state.error {
@@ -329,13 +330,20 @@ impl TraceFile {
             Err(e) => {
                 drop(state);
                 self.fail(e);
-                Err(self.lock().error.clone().unwrap_or_default())
+                Err(self
+                    .lock()
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| RecordError::TraceWrite {
+                        path: self.path.clone(),
+                        cause: "the file could not be created".into(),
+                    }))
             }
         }
     }
 
     /// Off the trace thread: create the file, then queue the waiting lines for writing.
-    fn create_and_queue(self: &Arc<Self>) -> Result<(), String> {
+    fn create_and_queue(self: &Arc<Self>) -> Result<(), RecordError> {
         self.create()?;
         let mut state = self.lock();
         if !state.buffer.is_empty() && !state.queued {
@@ -352,7 +360,10 @@ impl TraceFile {
         if state.error.is_some() {
             return;
         }
-        let error = format!("trace write failed: {}: {e}", self.path.display());
+        let error = RecordError::TraceWrite {
+            path: self.path.clone(),
+            cause: e.to_string(),
+        };
         state.error = Some(error.clone());
         let hook = state.on_failure.take();
         drop(state);
@@ -377,7 +388,7 @@ impl TraceLog {
 
     /// Have `tell` called once, with the error, if writing this file ever fails (at once, if
     /// it already has).
-    pub fn on_failure(&self, tell: impl FnOnce(String) + Send + 'static) {
+    pub fn on_failure(&self, tell: impl FnOnce(RecordError) + Send + 'static) {
         let mut state = self.inner.lock();
         match state.error.clone() {
             Some(error) => {
@@ -404,37 +415,40 @@ impl TraceLog {
 
     /// Create the file and its folder now, blocking (call it from a file-lane job, such as a
     /// session's setup); lines appended before are then written. Answers the first error.
-    pub fn create(&self) -> Result<(), String> {
+    pub fn create(&self) -> Result<(), RecordError> {
         self.inner.create_and_queue()
     }
 
     /// Wait until every line appended so far is written. Answers the file, if it exists, or
     /// the first error.
-    async fn barrier(&self) -> Result<Option<Arc<File>>, String> {
+    async fn barrier(&self) -> Result<Option<Arc<File>>, RecordError> {
         let (reply, answer) = oneshot::channel();
         send(Job::Barrier {
             file: self.inner.clone(),
             reply,
         });
-        answer
-            .await
-            .unwrap_or_else(|_| Err("trace write failed: the trace thread is not running".into()))
+        answer.await.unwrap_or_else(|_| {
+            Err(RecordError::Stopped {
+                what: "the trace thread",
+                cause: "it is not running".into(),
+            })
+        })
     }
 
     /// Make every line appended so far durable to the given degree; answers the first error
     /// met. An `fdatasync` runs on the blocking pool, never on a runtime thread or the trace
     /// thread.
-    pub async fn sync(&self, durability: Durability) -> Result<(), String> {
+    pub async fn sync(&self, durability: Durability) -> Result<(), RecordError> {
         let file = match self.barrier().await? {
             Some(f) if durability != Durability::Written => f,
             _ => return Ok(()),
         };
-        let path = self.inner.path.display().to_string();
+        let path = self.inner.path.clone();
         tokio::task::spawn_blocking(move || file.sync_data())
             .await
             .map_err(|e| e.to_string())
             .and_then(|r| r.map_err(|e| e.to_string()))
-            .map_err(|e| format!("trace sync failed: {path}: {e}"))
+            .map_err(|cause| RecordError::TraceSync { path, cause })
     }
 }
 
