@@ -84,6 +84,12 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_job_is_an_error_not_a_panic() {
         let r: Result<(), RecordError> = run(Lane::End, || panic!("boom")).await;
-        assert!(r.unwrap_err().starts_with("file job stopped"));
+        assert!(matches!(
+            r,
+            Err(RecordError::Stopped {
+                what: "a file job",
+                ..
+            })
+        ));
     }
 }

@@ -496,11 +496,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("blocker"), "a file, not a folder").unwrap();
         let path = dir.path().join("blocker/trace.jsonl");
-        let w = TraceLog::new(path, "ses_1".into());
+        let w = TraceLog::new(path.clone(), "ses_1".into());
         w.append(TraceEvent::new("session_start", None));
         let err = w.create().unwrap_err();
-        assert!(err.starts_with("trace write failed: "), "{err}");
-        assert!(err.contains("blocker/trace.jsonl"), "{err}");
+        assert!(
+            matches!(&err, RecordError::TraceWrite { path: p, .. } if p == &path),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with("trace write failed: "), "{err}");
         assert_eq!(w.sync(Durability::Written).await, Err(err));
     }
 
