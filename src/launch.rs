@@ -114,7 +114,9 @@ pub async fn launch(
     let report = tokio::select! {
         r = &mut rx => r,
         _ = tokio::signal::ctrl_c() => {
-            tracing::info!("Ctrl-C: canceling the session (press Ctrl-C again to exit at once)");
+            if !crate::progress::interrupted() {
+                tracing::info!("Ctrl-C: canceling the session (press Ctrl-C again to exit at once)");
+            }
             let _ = sup.send_message(SupervisorMsg::Shutdown { reason: "interrupted (Ctrl-C)".into() });
             tokio::select! {
                 r = &mut rx => r,
@@ -123,6 +125,8 @@ pub async fn launch(
         }
     };
     stop(sup, sup_handle).await;
+    // Every line is written: the progress (if drawn) prints what is left and clears.
+    crate::progress::finish();
     let report =
         report.map_err(|_| Diagnostic::error("E-RUN-001", "the session ended without a report"))?;
     if !header.quiet {

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 /// mur: run Murmur capsules on an actor runtime.
 #[derive(Debug, Parser)]
@@ -107,7 +108,11 @@ enum Command {
 
 /// Logs go to stderr: warnings by default, `-v` mur's info, `-vv` mur's debug, `-vvv` every
 /// library's debug; `RUST_LOG` overrides. No ANSI codes unless `--color` allows them.
-fn init_logs(verbose: u8) {
+///
+/// With live progress on the terminal (`progress`), log lines are printed above the spinners,
+/// and below `-vv` the kernel's one-line-per-event logs are left out: the progress lines are
+/// those events.
+fn init_logs(verbose: u8, progress: Option<indicatif::MultiProgress>) {
     // -v and -vv are mur's own events; -vvv adds every library's debug lines.
     let default = match verbose {
         0 => "warn",
@@ -115,11 +120,20 @@ fn init_logs(verbose: u8) {
         2 => "warn,mur=debug,mur_actors=debug",
         _ => "debug",
     };
+    let default = if progress.is_some() && verbose <= 1 {
+        format!("{default},mur_actors::session=off")
+    } else {
+        default.to_string()
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let writer = match progress {
+        Some(multi) => BoxMakeWriter::new(mur::progress::LogWriter(multi)),
+        None => BoxMakeWriter::new(std::io::stderr),
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(mur::output::color_stderr())
         // A log line that cannot be written (stderr closed) is dropped; the default would
         // report it with eprintln!, which panics on that same closed stderr.
@@ -142,7 +156,8 @@ fn main() -> ExitCode {
     mur::output::set_color(cli.color);
     let code = match cli.command {
         Command::Run(args) => {
-            init_logs(args.verbose);
+            let progress = mur::progress::wanted(args.quiet).then(mur::progress::start);
+            init_logs(args.verbose, progress);
             let rt = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,
                 Err(e) => {
