@@ -33,14 +33,19 @@ enum Command {
     Run(mur::run::RunArgs),
     /// Validate a murmur.yaml without running it and print every diagnostic.
     #[command(
-        after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml\n  mur doctor --json"
+        after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml\n  mur doctor --strict   # exit 1 exactly when mur run would refuse\n  mur doctor --json"
     )]
     Doctor {
         /// The manifest (default ./murmur.yaml).
         manifest: Option<PathBuf>,
-        /// Print one JSON object (file, ok, diagnostics, notes, containment).
+        /// Print one JSON object (file, ok, strict, diagnostics, notes, containment).
         #[arg(long)]
         json: bool,
+        /// Also run every check `mur run` makes before a session starts (keys, driver,
+        /// artifacts installed and pinned, containment, folders) and exit 1 exactly when run
+        /// would refuse. Without it doctor judges the manifest alone, as the original does.
+        #[arg(long)]
+        strict: bool,
     },
     /// Read session traces.
     #[command(
@@ -171,7 +176,11 @@ fn main() -> ExitCode {
             rt.shutdown_background();
             code
         }
-        Command::Doctor { manifest, json } => mur::manifest::doctor::run(manifest.as_deref(), json),
+        Command::Doctor {
+            manifest,
+            json,
+            strict,
+        } => mur::manifest::doctor::run(manifest.as_deref(), json, strict),
         Command::Trace(cmd) => mur::trace::cli::run(cmd),
         Command::Build { dir, output } => mur::artifact::build::run_build(&dir, output.as_deref()),
         Command::Install {
