@@ -39,7 +39,7 @@ impl SessionState {
 
     /// The model ended its turn and every outcome is in: continue the task once with all of them.
     pub(super) fn continue_with_outcomes(&mut self, myself: &ActorRef<SessionMsg>) {
-        let Some(since) = self.waiting.take() else {
+        let Life::Waiting { since } = self.life else {
             return;
         };
         let settled = self.children.take_settled();
@@ -65,15 +65,23 @@ impl SessionState {
 
     /// A child's outcome message (or a synthesized one) arrived.
     pub(super) fn child_outcome(&mut self, myself: &ActorRef<SessionMsg>, o: DelegationOutcome) {
-        if self.ended.is_some() {
-            // Draining: the task ended, the child has now ended too.
-            self.children.settle(o);
-            if self.draining && self.children.running().is_empty() {
-                let _ = myself.send_message(SessionMsg::Drained);
+        match self.life {
+            Life::Draining { .. } => {
+                // The task ended; a child it canceled has now ended too.
+                self.children.settle(o);
+                if self.children.running().is_empty() {
+                    let _ = myself.send_message(SessionMsg::Drained);
+                }
             }
-            return;
+            Life::Ending { .. } | Life::Ended { .. } => {
+                // Its `delegation` line is written when the task closes (or was already).
+                self.children.settle(o);
+            }
+            Life::Starting
+            | Life::Inferring { .. }
+            | Life::Calling { .. }
+            | Life::Waiting { .. } => self.on_outcome(myself, o),
         }
-        self.on_outcome(myself, o);
     }
 
     /// A delegation settled (answered, crashed, or ended by its deadline).
@@ -86,8 +94,30 @@ impl SessionState {
         self.totals.output_tokens += tokens.1;
         self.delegated.0 += tokens.0;
         self.delegated.1 += tokens.1;
-        if self.waiting.is_some() && self.children.outstanding() == 0 {
+        if matches!(self.life, Life::Waiting { .. }) && self.children.outstanding() == 0 {
             self.continue_with_outcomes(myself);
+        }
+    }
+
+    /// A delegation's deadline passed: end its child if it still runs, and settle it
+    /// `terminated`.
+    pub(super) fn deadline_passed(&mut self, myself: &ActorRef<SessionMsg>, delegation_id: &str) {
+        if self.life.is_over() {
+            return;
+        }
+        let Some(child) = self.children.running_child(delegation_id).cloned() else {
+            return;
+        };
+        let secs = self.spec.delegation_deadline.as_secs_f64();
+        let _ = child.send_message(SessionMsg::Cancel {
+            reason: "the delegation deadline passed".into(),
+        });
+        if let Some(o) = self.children.synthesize(
+            delegation_id,
+            OutcomeStatus::Terminated,
+            format!("still running at the delegation deadline of {secs} s (lifecycle.delegation_deadline_secs); it was ended"),
+        ) {
+            self.on_outcome(myself, o);
         }
     }
 
@@ -113,7 +143,6 @@ impl SessionState {
             let _ = child.send_message(SessionMsg::Cancel {
                 reason: "the parent ended this delegation".into(),
             });
-            self.draining = true;
         }
         // Outcomes that arrived but were never shown to the model still get their line.
         for o in self.children.take_settled() {
