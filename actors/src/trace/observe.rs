@@ -1,7 +1,7 @@
 //! One optional watcher of every trace line, as it is appended: the CLI's live progress.
 //!
 //! The kernel writes lines; what a person sees while they are written is the CLI's business.
-//! So the CLI may install one [`Observer`] for the process, and [`super::TraceWriter::append`]
+//! So the CLI may install one [`Observer`] for the process, and [`super::TraceLog::append`]
 //! shows it each event before buffering it. Without one (a piped run, every test but the
 //! terminal's) an append pays one atomic load.
 
