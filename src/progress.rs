@@ -52,13 +52,14 @@ struct Handle {
 
 static PROGRESS: OnceLock<Handle> = OnceLock::new();
 
-struct Forward(Mutex<Sender<Msg>>);
+/// The observer: a clone of each event into the channel, nothing more, on the emitter's thread.
+struct Forward(Sender<Msg>);
 
 impl Observer for Forward {
     fn line(&self, session_id: &str, event: &TraceEvent) {
-        if let Ok(tx) = self.0.lock() {
-            let _ = tx.send(Msg::Line(session_id.to_string(), event.clone()));
-        }
+        let _ = self
+            .0
+            .send(Msg::Line(session_id.to_string(), event.clone()));
     }
 }
 
@@ -84,7 +85,7 @@ pub fn start() -> MultiProgress {
             .name("mur-progress".into())
             .spawn(move || Tree::new(drawn, style).serve(rx));
         if spawned.is_ok() {
-            mur_actors::trace::set_observer(Box::new(Forward(Mutex::new(tx.clone()))));
+            mur_actors::trace::set_observer(Box::new(Forward(tx.clone())));
         }
         Handle {
             tx: Mutex::new(tx),
