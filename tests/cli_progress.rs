@@ -364,3 +364,59 @@ fn pulls_and_removals_show_as_they_happen() {
     assert!(shown.contains("− removed local/tool-greet · "), "{shown}");
     assert!(shown.contains("tools now: −tool-greet"), "{shown}");
 }
+
+#[test]
+fn a_failed_model_call_stands_out_and_the_error_follows_the_status() {
+    let p = Project::new();
+    p.write("murmur.yaml", &scripted_manifest("failer", ""));
+    p.write(
+        "script.yaml",
+        "turns:\n  - error: \"the provider fell over\"\n",
+    );
+    let (code, bytes) = run_on_pty(&p, &["run", "--task", "try"]).finish();
+    let raw = String::from_utf8_lossy(&bytes).into_owned();
+    let shown = plain(&bytes);
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains("✗ turn 0 · model call failed: driver_error: the provider fell over"),
+        "{shown}"
+    );
+    assert!(
+        raw.contains("\x1b[31m✗ turn 0 · model call failed"),
+        "{raw:?}"
+    );
+    assert!(shown.contains("✗ task failed (driver_error): "), "{shown}");
+    // The spinners are gone before the status and the diagnostic are printed.
+    let tail = &shown[shown.find("status:  failed").expect("status")..];
+    assert!(
+        tail.contains("error[E-RUN-040]: the task did not complete (failed)"),
+        "{tail}"
+    );
+    assert!(!tail.contains("failer ·"), "{tail}");
+}
+
+#[test]
+fn verbose_on_a_terminal_keeps_the_header_and_leaves_the_event_lines_to_the_progress() {
+    let p = Project::example("hello");
+    let (code, bytes) = run_on_pty(&p, &["run", "--task", "Say hello", "-v"]).finish();
+    let shown = plain(&bytes);
+    assert_eq!(code, Some(0), "{shown}");
+    for line in [
+        "workdir: ",
+        "manifest: hello v0.1.0",
+        "driver: mur-driver-script (scripted)",
+    ] {
+        assert!(shown.contains(line), "{line}: {shown}");
+    }
+    assert!(shown.contains("✓ ls  -1 · exit 0 · "), "{shown}");
+    assert!(!shown.contains(" session_start capsule_name="), "{shown}");
+    // -vv adds the debug logs, printed above the progress, not through it.
+    let (code, bytes) = run_on_pty(&p, &["run", "--task", "Say hello", "-vv"]).finish();
+    let shown = plain(&bytes);
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(
+        shown.contains(" session_start capsule_name=hello"),
+        "{shown}"
+    );
+    assert!(shown.contains("✓ ls  -1 · exit 0 · "), "{shown}");
+}
