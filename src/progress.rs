@@ -95,23 +95,27 @@ pub fn start() -> MultiProgress {
     handle.multi.clone()
 }
 
-fn ask<T>(make: impl FnOnce(Sender<T>) -> Msg) -> Option<T> {
+/// Ask the progress thread something, waiting at most `patience` for its answer (it answers
+/// after every line queued before the question).
+fn ask<T>(make: impl FnOnce(Sender<T>) -> Msg, patience: Duration) -> Option<T> {
     let handle = PROGRESS.get()?;
     let (tx, rx) = mpsc::channel();
     handle.tx.lock().ok()?.send(make(tx)).ok()?;
-    rx.recv_timeout(Duration::from_secs(2)).ok()
+    rx.recv_timeout(patience).ok()
 }
 
 /// Ctrl-C: print, above the progress, what the run still waits for. `false` when no progress
 /// is drawn (the caller logs its own line).
 pub fn interrupted() -> bool {
-    ask(Msg::Interrupt).is_some()
+    ask(Msg::Interrupt, Duration::from_secs(2)).is_some()
 }
 
 /// The run is over: draw every line still queued, clear the spinners, print the tree of
-/// sub-capsules with their outcomes. A no-op without progress.
+/// sub-capsules with their outcomes. A no-op without progress. A large fan-out can leave
+/// many lines queued; the status line waits for them (within reason) so it is never drawn
+/// over by a spinner.
 pub fn finish() {
-    let _ = ask(Msg::Finish);
+    let _ = ask(Msg::Finish, Duration::from_secs(30));
 }
 
 /// One session as the terminal shows it.
@@ -757,12 +761,18 @@ impl Tree {
             return;
         }
         let mut lines = vec![self.style.bold("sub-capsules:")];
-        self.tree_lines(&root, &mut lines, &mut 0);
-        if self.hidden_done + self.hidden_live > 0 {
+        let mut shown = 0;
+        self.tree_lines(&root, &mut lines, &mut shown);
+        let all = self.nodes.values().filter(|n| n.parent.is_some()).count();
+        if all > shown {
+            let rest: Vec<&Node> = self.nodes.values().filter(|n| n.parent.is_some()).collect();
+            let ok = rest
+                .iter()
+                .filter(|n| n.outcome.as_deref() == Some("ok"))
+                .count();
             lines.push(format!(
-                "  … and {} more ({} ended)",
-                self.hidden_done + self.hidden_live,
-                self.hidden_done
+                "  … and {} more; {ok} of {all} sub-capsules ended ok",
+                all - shown
             ));
         }
         for line in lines {

@@ -420,3 +420,30 @@ fn verbose_on_a_terminal_keeps_the_header_and_leaves_the_event_lines_to_the_prog
     );
     assert!(shown.contains("✓ ls  -1 · exit 0 · "), "{shown}");
 }
+
+#[test]
+fn a_large_fan_out_draws_a_bounded_tree_and_counts_the_rest() {
+    let p = Project::example_set_up("delegation-tree");
+    let calls: String = (0..60)
+        .map(|i| format!("      - tool: delegate-task\n        input: {{capsule: critic, version: \"0.1.0\", task: \"Risks {i}.\"}}\n"))
+        .collect();
+    p.write(
+        "script.yaml",
+        &format!("turns:\n  - say: fan\n    call:\n{calls}  - say: waiting\n  - say: done\n"),
+    );
+    let (code, bytes) = run_on_pty(&p, &["run", "--task", "fan out"]).finish();
+    let shown = plain(&bytes);
+    assert_eq!(code, Some(0), "{shown}");
+    let tree = &shown[shown.rfind("sub-capsules:").expect("tree")..];
+    let rows = tree
+        .lines()
+        .filter(|l| l.starts_with("  ✓ critic ("))
+        .count();
+    assert_eq!(rows, 28, "{tree}");
+    assert!(
+        tree.contains("  … and 32 more; 60 of 60 sub-capsules ended ok\nstatus:  ok"),
+        "{tree}"
+    );
+    // Past the first sub-capsules, the rest are one counted spinner, not sixty.
+    assert!(shown.contains("48 more sub-capsules: "), "{shown}");
+}
