@@ -96,6 +96,19 @@ pub async fn launch(
             )));
         }
     }
+    // Ctrl-C is caught from before the root starts: a handler installed only when the wait
+    // below is first polled would leave a window (the session's first model call and command
+    // may already run) in which Ctrl-C kills mur with no trace ending.
+    let mut interrupts =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut interrupted = async move || match interrupts.as_mut() {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    };
     let started = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
         spec: Box::new(spec),
         reply
@@ -120,16 +133,20 @@ pub async fn launch(
     tokio::pin!(rx);
     let report = tokio::select! {
         r = &mut rx => r,
-        _ = tokio::signal::ctrl_c() => {
-            tracing::info!("Ctrl-C: canceling the session (press Ctrl-C again to exit at once)");
+        _ = interrupted() => {
+            if !crate::progress::interrupted() {
+                tracing::info!("Ctrl-C: canceling the session (press Ctrl-C again to exit at once)");
+            }
             let _ = sup.send_message(SupervisorMsg::Shutdown { reason: "interrupted (Ctrl-C)".into() });
             tokio::select! {
                 r = &mut rx => r,
-                _ = tokio::signal::ctrl_c() => std::process::exit(130),
+                _ = interrupted() => std::process::exit(130),
             }
         }
     };
     stop(sup, sup_handle).await;
+    // Every line is written: the progress (if drawn) prints what is left and clears.
+    crate::progress::finish();
     let report =
         report.map_err(|_| Diagnostic::error("E-RUN-001", "the session ended without a report"))?;
     if !header.quiet {

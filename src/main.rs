@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 /// mur: run Murmur capsules on an actor runtime.
 #[derive(Debug, Parser)]
@@ -32,14 +33,19 @@ enum Command {
     Run(mur::run::RunArgs),
     /// Validate a murmur.yaml without running it and print every diagnostic.
     #[command(
-        after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml\n  mur doctor --json"
+        after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml\n  mur doctor --strict   # exit 1 exactly when mur run would refuse\n  mur doctor --json"
     )]
     Doctor {
         /// The manifest (default ./murmur.yaml).
         manifest: Option<PathBuf>,
-        /// Print one JSON object (file, ok, diagnostics, notes, containment).
+        /// Print one JSON object (file, ok, strict, diagnostics, notes, containment).
         #[arg(long)]
         json: bool,
+        /// Also run every check `mur run` makes before a session starts (keys, driver,
+        /// artifacts installed and pinned, containment, folders) and exit 1 exactly when run
+        /// would refuse. Without it doctor judges the manifest alone, as the original does.
+        #[arg(long)]
+        strict: bool,
     },
     /// Read session traces.
     #[command(
@@ -107,7 +113,11 @@ enum Command {
 
 /// Logs go to stderr: warnings by default, `-v` mur's info, `-vv` mur's debug, `-vvv` every
 /// library's debug; `RUST_LOG` overrides. No ANSI codes unless `--color` allows them.
-fn init_logs(verbose: u8) {
+///
+/// With live progress on the terminal (`progress`), log lines are printed above the spinners,
+/// and below `-vv` the kernel's one-line-per-event logs are left out: the progress lines are
+/// those events.
+fn init_logs(verbose: u8, progress: Option<indicatif::MultiProgress>) {
     // -v and -vv are mur's own events; -vvv adds every library's debug lines.
     let default = match verbose {
         0 => "warn",
@@ -115,11 +125,20 @@ fn init_logs(verbose: u8) {
         2 => "warn,mur=debug,mur_actors=debug",
         _ => "debug",
     };
+    let default = if progress.is_some() && verbose <= 1 {
+        format!("{default},mur_actors::session=off")
+    } else {
+        default.to_string()
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let writer = match progress {
+        Some(multi) => BoxMakeWriter::new(mur::progress::LogWriter(multi)),
+        None => BoxMakeWriter::new(std::io::stderr),
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(mur::output::color_stderr())
         // A log line that cannot be written (stderr closed) is dropped; the default would
         // report it with eprintln!, which panics on that same closed stderr.
@@ -142,7 +161,8 @@ fn main() -> ExitCode {
     mur::output::set_color(cli.color);
     let code = match cli.command {
         Command::Run(args) => {
-            init_logs(args.verbose);
+            let progress = mur::progress::wanted(args.quiet).then(mur::progress::start);
+            init_logs(args.verbose, progress);
             let rt = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -156,7 +176,11 @@ fn main() -> ExitCode {
             rt.shutdown_background();
             code
         }
-        Command::Doctor { manifest, json } => mur::manifest::doctor::run(manifest.as_deref(), json),
+        Command::Doctor {
+            manifest,
+            json,
+            strict,
+        } => mur::manifest::doctor::run(manifest.as_deref(), json, strict),
         Command::Trace(cmd) => mur::trace::cli::run(cmd),
         Command::Build { dir, output } => mur::artifact::build::run_build(&dir, output.as_deref()),
         Command::Install {

@@ -187,7 +187,7 @@ fn a_trace_without_session_end_still_shows() {
             "model:      gpt-test",
             "status:     ended without a session_end (last event: some_future_event at 2026-11-18T11:06:40.422Z)",
             "duration:   422ms  (first to last event)",
-            "tokens:     200 in / 15 out  (215 total)",
+            "tokens:     200 in / 15 out  (215 total, estimated)",
             "tools:      bash, grep",
             "totals:     counted from the lines (the trace has no session_end)",
         ]

@@ -14,24 +14,24 @@ capsule:    coding-agent v0.1.0
 model:      claude-sonnet-5
 status:     ok
 duration:   9.8s
-tokens:     17,300 in / 410 out  (17,710 total)
+tokens:     17,300 in / 410 out  (17,710 total, estimated)
 tools:      cargo, git, pull-artifact, remove-artifact
 
 ── Turns ────────────────────────────────────────
 count:      6  (max: 20)
-  turn 0  tool_call  2,100 in / 60 out
+  turn 0  tool_call  ~2,100 in / ~60 out
     pull-artifact  240ms  ✓  28 B in → 520 B out  {\"artifact\":\"murmur/tool-*\"}
-  turn 1  tool_call  2,500 in / 55 out
+  turn 1  tool_call  ~2,500 in / ~55 out
     pull-artifact  310ms  ✓  31 B in → 240 B out  {\"artifact\":\"murmur/tool-edit\"}
     · pulled murmur/tool-edit@0.2.0 (runtime/untrusted)
-  turn 2  tool_call  2,900 in / 120 out
+  turn 2  tool_call  ~2,900 in / ~120 out
     · tools refreshed (agent)  +tool-edit
     tool-edit  12ms  ✓  91 B in → 81 B out  {\"path\":\"src/parse.rs\",\"edits\":[{\"old\":\"if input.len() > 0\",\"new\":\"if !input.is_empty()\"}]}
-  turn 3  tool_call  3,100 in / 40 out
+  turn 3  tool_call  ~3,100 in / ~40 out
     cargo  5.2s  ✓  exit 0  18 B in → 1.4 KiB out  {\"command\":\"test\"}
-  turn 4  tool_call  3,300 in / 45 out
+  turn 4  tool_call  ~3,300 in / ~45 out
     remove-artifact  3ms  ✓  24 B in → 199 B out  {\"artifact\":\"tool-edit\"}
-  turn 5  end_turn  3,400 in / 90 out
+  turn 5  end_turn  ~3,400 in / ~90 out
     · tools refreshed (agent)  -tool-edit
 
 ── Tool calls ───────────────────────────────────
@@ -87,13 +87,13 @@ fn show_draws_the_delegation_tree_from_the_children_traces() {
     let tree = &out.stdout[out.stdout.find("── Delegations").expect("tree")..];
     assert_eq!(tree, TREE);
     assert!(out.stdout.contains(
-        "\n  turn 6  end_turn  2,600 in / 150 out\n    · continued with 3 delegation outcomes (waited 2.6s)\n"
+        "\n  turn 6  end_turn  ~2,600 in / ~150 out\n    · continued with 3 delegation outcomes (waited 2.6s)\n"
     ));
     for section in [
         "\n── Retries ──────────────────────────────────────\n  turn 1  attempt 1/3  HTTP 429  (status)  after 1.5s\n    rate limited\n",
         "\n── Denied calls ─────────────────────────────────\n  turn 4  bash  on-tool-call  acme/hook-policy\n    reason: rm -rf is not allowed\n",
         "\n── Plans ────────────────────────────────────────\n  plan plan-1  2 steps  failed\n    build  shell  success  900ms\n    test  shell  failed  50ms\n",
-        "\n  turn 3  tool_call  1,800 in / 90 out\n    delegate-task  1ms  ✗  56 B in → 95 B out  {\"capsule\":\"deployer\",\"version\":\"1.0.0\",\"task\":\"Deploy\"}\n      error: capsule 'deployer' is not in capabilities.spawn.allow\n",
+        "\n  turn 3  tool_call  ~1,800 in / ~90 out\n    delegate-task  1ms  ✗  56 B in → 95 B out  {\"capsule\":\"deployer\",\"version\":\"1.0.0\",\"task\":\"Deploy\"}\n      error: capsule 'deployer' is not in capabilities.spawn.allow\n",
     ] {
         assert!(out.stdout.contains(section), "missing {section}\n---\n{}", out.stdout);
     }
@@ -357,9 +357,18 @@ fn traces_written_by_the_original_murmur_read_by_path() {
     assert!(show.stdout.contains(
         "\n── Pulled at runtime ────────────────────────────\n  murmur/tool-edit@0.2.0  tool  runtime/untrusted  from project store\n"
     ));
+    // Upstream writes its estimate in input_tokens and the provider's count beside it: the
+    // header's totals are the estimate, and say so; the provider's own count follows, and
+    // each turn shows the provider's count with the estimate in brackets.
     assert!(show.stdout.contains(
-        "\nstatus:     ok\nduration:   238ms\ntokens:     5,425 in / 260 out  (5,685 total)\n"
-    ));
+        "\nstatus:     ok\nduration:   238ms\ntokens:     5,425 in / 260 out  (5,685 total, estimated)\nprovider:   510 in / 60 out  (its own count, on 5 of 5 model calls)\n"
+    ), "{}", show.stdout);
+    assert!(
+        show.stdout
+            .contains("\n  turn 0  tool_call  100 in / 10 out  (estimated ~1,356 / ~54)\n"),
+        "{}",
+        show.stdout
+    );
     let report = mur(tmp.path(), &["trace", "report", basic, pull]);
     assert!(
         report

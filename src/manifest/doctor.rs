@@ -3,6 +3,16 @@
 //! Prints every diagnostic on stderr in the shared `error[CODE]:` / `warning[CODE]:` form and a
 //! one-line verdict on stdout, so a script can rely on the exit code (0 ok or warnings only,
 //! 1 errors) and a person can read what to fix.
+//!
+//! Two verdicts, on purpose. By default doctor judges the *manifest*, as the original Murmur's
+//! doctor does (the conformance corpus holds its verdicts): an unset `${KEY}` or an artifact not
+//! installed yet is a note, since the file is right and the machine is not ready. With
+//! `--strict` it judges *this machine*: it runs every check `mur run` makes before a session
+//! starts, through the same code (the driver with its key, the script, the system prompt
+//! file, containment, the declared artifacts against the stores and `murmur.lock`, the depth
+//! of delegation the path allows, a records folder it can create), and exits 1 exactly when
+//! `mur run` would refuse, with the diagnostic run would print. What a later delegation would
+//! meet (a sub-capsule with no installed version) is a note: run starts anyway.
 
 use std::path::Path;
 
@@ -116,7 +126,104 @@ impl Report {
     }
 }
 
-fn examine(path: &Path) -> Report {
+/// The first refusal `mur run` would give this capsule before its session starts (run stops
+/// at its first), found by the code run uses: the delegation depth its records path allows,
+/// the driver (its key, its script), containment, the declared artifacts staged against the
+/// stores and `murmur.lock`. The session is placed in a temporary folder laid out as run lays
+/// it out (`workdir/ses_…`, `workdir/.murmur/ses_…`), so nothing is written to the project;
+/// whether run could create the real folders is checked apart.
+pub fn launch_refusal(loaded: &LoadedManifest) -> Option<Diagnostic> {
+    let dir = std::path::absolute(&loaded.dir).unwrap_or_else(|_| loaded.dir.clone());
+    let real = crate::capsule::Placement::root(&dir, None);
+    let deepest = crate::run::deepest_delegation(&real.paths.records_dir);
+    let depth = mur_actors::supervisor::DEFAULT_MAX_DEPTH;
+    if depth > deepest {
+        return Some(Diagnostic::error(
+            "E-RUN-060",
+            format!(
+                "--max-depth {depth} cannot be held here: each level of delegation nests a child's records {} bytes deeper below {}, and paths stop at {} bytes, so at most {deepest} levels fit",
+                crate::run::CHILD_LEVEL_BYTES,
+                real.paths.records_dir.display(),
+                crate::run::PATH_MAX,
+            ),
+        ));
+    }
+    let scratch = match tempfile::Builder::new().prefix("mur-doctor-").tempdir() {
+        Ok(t) => t,
+        Err(e) => {
+            return Some(Diagnostic::error(
+                "E-IO-002",
+                format!("cannot make a temporary folder to check the launch in: {e}"),
+            ))
+        }
+    };
+    let place = crate::capsule::Placement::root(scratch.path(), None);
+    if let Err(d) = crate::capsule::session_spec(loaded, "mur doctor --strict".into(), place) {
+        return Some(d);
+    }
+    // `mur run` creates <manifest dir>/workdir/.murmur/<session>/: the nearest folder that
+    // exists on that path must let it.
+    let target = real.paths.records_dir;
+    let mut existing = target.as_path();
+    while !existing.exists() {
+        match existing.parent() {
+            Some(p) => existing = p,
+            None => break,
+        }
+    }
+    if !writable(existing) {
+        return Some(
+            Diagnostic::error(
+                "E-IO-002",
+                format!(
+                    "cannot create {}: {} is not writable",
+                    target.display(),
+                    existing.display()
+                ),
+            )
+            .with_hint(format!(
+                "the session folder {} must be creatable and writable; pass --workdir to put it elsewhere",
+                target.display()
+            )),
+        );
+    }
+    None
+}
+
+/// Whether this process may create entries in `dir`.
+fn writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access only reads the NUL-terminated path we pass.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// Notes for `--strict` about what delegations would meet: each capsule `capabilities.spawn`
+/// allows with no version installed in the project's or the global store.
+fn delegation_notes(loaded: &LoadedManifest) -> Vec<String> {
+    let Some(spawn) = &loaded.manifest.capabilities.spawn else {
+        return Vec::new();
+    };
+    let dir = std::path::absolute(&loaded.dir).unwrap_or_else(|_| loaded.dir.clone());
+    let mut stores = vec![crate::artifact::store::Store::project(&dir)];
+    if let Ok(home) = crate::artifact::config::murmur_home() {
+        stores.push(crate::artifact::store::Store::global(&home));
+    }
+    spawn
+        .allow
+        .iter()
+        .filter(|name| stores.iter().all(|s| s.versions(name).is_empty()))
+        .map(|name| {
+            format!(
+                "a delegation to {name} will be refused: no version of it is installed (mur build its folder, then mur install the .mur.zip)"
+            )
+        })
+        .collect()
+}
+
+fn examine(path: &Path, strict: bool) -> Report {
     match check(path) {
         Ok(Checked {
             label,
@@ -150,6 +257,12 @@ fn examine(path: &Path) -> Report {
                 p.achieved.as_str().to_string(),
                 crate::contain::host_level(host).as_str().to_string(),
             ));
+            if strict {
+                // What run refuses is an error here, with run's own words.
+                report.diagnostics.extend(launch_refusal(&loaded));
+                report.notes.extend(delegation_notes(&loaded));
+                return report;
+            }
             report
                 .notes
                 .extend(m.launch_problems().into_iter().map(|d| d.message));
@@ -168,10 +281,12 @@ fn examine(path: &Path) -> Report {
 
 /// Validate the manifest at `path` (default `./murmur.yaml`; a directory means its
 /// `murmur.yaml`), print every diagnostic (or, with `json`, one JSON object on stdout), and
-/// return the process exit code: 1 when there is an error.
-pub fn run(path: Option<&Path>, json: bool) -> i32 {
+/// return the process exit code: 1 when there is an error. With `strict`, also every check
+/// `mur run` makes before a session starts ([`launch_refusal`]): 1 exactly when run would
+/// refuse.
+pub fn run(path: Option<&Path>, json: bool, strict: bool) -> i32 {
     let path = path.unwrap_or(Path::new(MANIFEST_FILE));
-    let report = examine(path);
+    let report = examine(path, strict);
     let code = if report.ok() { 0 } else { 1 };
     if json {
         let (name, version) = report.capsule.clone().unzip();
@@ -184,6 +299,7 @@ pub fn run(path: Option<&Path>, json: bool) -> i32 {
             serde_json::json!({
                 "file": report.label,
                 "ok": report.ok(),
+                "strict": strict,
                 "name": name,
                 "version": version,
                 "diagnostics": report.diagnostics.iter().map(Diagnostic::to_json).collect::<Vec<_>>(),
@@ -221,7 +337,14 @@ pub fn run(path: Option<&Path>, json: bool) -> i32 {
         }
     }
     for note in &report.notes {
-        crate::outln!("  note: mur run will refuse this capsule: {note}");
+        if strict {
+            crate::outln!("  note: {note}");
+        } else {
+            crate::outln!("  note: mur run will refuse this capsule: {note}");
+        }
+    }
+    if strict {
+        crate::outln!("  ready: mur run would start this capsule here");
     }
     code
 }

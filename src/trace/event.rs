@@ -81,6 +81,13 @@ pub struct Event<'a, I = serde_json::Value> {
     /// Output tokens of an inference call, or a task's / child's output total.
     #[serde(deserialize_with = "lenient::read")]
     pub output_tokens: Option<i64>,
+    /// The provider's own input count of an inference call (upstream's `input_tokens` is then
+    /// the runtime's estimate).
+    #[serde(deserialize_with = "lenient::read")]
+    pub input_tokens_actual: Option<i64>,
+    /// The provider's own output count of an inference call.
+    #[serde(deserialize_with = "lenient::read")]
+    pub output_tokens_actual: Option<i64>,
     /// `tool_call | end_turn | text | error`.
     #[serde(borrow, deserialize_with = "lenient::read")]
     pub decision: Option<Cow<'a, str>>,
@@ -266,6 +273,8 @@ impl<I> Default for Event<'_, I> {
             task_id: None,
             input_tokens: None,
             output_tokens: None,
+            input_tokens_actual: None,
+            output_tokens_actual: None,
             decision: None,
             tool_name: None,
             origin: None,
@@ -435,6 +444,8 @@ known_fields!(
     task_id,
     input_tokens,
     output_tokens,
+    input_tokens_actual,
+    output_tokens_actual,
     decision,
     tool_name,
     origin,

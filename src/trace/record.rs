@@ -99,6 +99,12 @@ pub struct Summary {
     /// True when a token count no provider reports (over [`ABSURD_TOKENS`]) was read: totals
     /// are then added up saturating, and the views say so.
     pub absurd_tokens: bool,
+    /// Token counts the provider reported (`*_tokens_actual`), over the turns that carry them.
+    pub provider_tokens: ProviderTokens,
+    /// Model calls whose `input_tokens`/`output_tokens` are the runtime's estimate: no
+    /// provider count beside them, or one that differs (upstream writes its estimate in
+    /// `input_tokens` and the provider's count in `input_tokens_actual`).
+    pub estimated_turns: u64,
     /// Every tool-call latency (ms), for percentiles; kept at [`Detail::Totals`] only.
     #[serde(skip)]
     pub latencies: Vec<u32>,
@@ -127,6 +133,17 @@ impl Summary {
 
 /// A token count of one call above this is no provider's: a crafted or corrupt trace.
 pub const ABSURD_TOKENS: u64 = 1_000_000_000_000;
+
+/// What the provider itself counted, over the model calls that report it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ProviderTokens {
+    /// Model calls with a provider count.
+    pub turns: u64,
+    /// Their input tokens, as the provider counted them.
+    pub input_tokens: u64,
+    /// Their output tokens, as the provider counted them.
+    pub output_tokens: u64,
+}
 
 /// The note the views print for a trace with [`Summary::absurd_tokens`].
 pub const ABSURD_TOKENS_NOTE: &str =
@@ -214,6 +231,10 @@ pub struct Turn {
     pub input_tokens: Option<u64>,
     /// Output tokens of the call.
     pub output_tokens: Option<u64>,
+    /// The provider's input count, when it reported one (`input_tokens_actual`).
+    pub input_tokens_actual: Option<u64>,
+    /// The provider's output count, when it reported one (`output_tokens_actual`).
+    pub output_tokens_actual: Option<u64>,
     /// Failure code of a failed call.
     pub error_code: Option<String>,
     /// HTTP status of a failed call.

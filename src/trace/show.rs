@@ -91,11 +91,23 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
     let t = &s.totals;
     let _ = writeln!(
         w,
-        "tokens:     {} in / {} out  ({} total)",
+        "tokens:     {} in / {} out  ({} total{})",
         thousands(t.input_tokens),
         thousands(t.output_tokens),
-        thousands(t.input_tokens.saturating_add(t.output_tokens))
+        thousands(t.input_tokens.saturating_add(t.output_tokens)),
+        token_source(s)
     );
+    let p = &s.provider_tokens;
+    if p.turns > 0 && s.estimated_turns > 0 {
+        let calls = s.counted.turns + s.failed_inferences;
+        let _ = writeln!(
+            w,
+            "provider:   {} in / {} out  (its own count, on {} of {calls} model calls)",
+            thousands(p.input_tokens),
+            thousands(p.output_tokens),
+            p.turns
+        );
+    }
     if !s.tools_declared.is_empty() {
         let _ = writeln!(w, "tools:      {}", s.tools_declared.join(", "));
     }
@@ -141,13 +153,7 @@ fn render_with_tree(s: &Summary, tree: &[Node], st: &Style) -> String {
         if let Some(h) = turn.provider_status {
             line.push_str(&format!("  HTTP {h}"));
         }
-        if turn.input_tokens.is_some() || turn.output_tokens.is_some() {
-            line.push_str(&format!(
-                "  {} in / {} out",
-                thousands(turn.input_tokens.unwrap_or(0)),
-                thousands(turn.output_tokens.unwrap_or(0))
-            ));
-        }
+        line.push_str(&turn_tokens(turn));
         let _ = writeln!(w, "{line}");
         for note in &turn.before {
             let _ = writeln!(w, "    · {note}");
@@ -405,4 +411,45 @@ fn call_row(c: &Call, st: &Style) -> String {
         row.push_str(&st.dim(&truncate(&input.to_string(), INPUT_EXCERPT)));
     }
     row
+}
+
+/// Whose count the header's tokens are: `, counted by the provider`, `, estimated`, or how
+/// many of the model calls were estimated. An estimate is the runtime's, from the bytes sent
+/// and received; a provider count is what the provider's reply said.
+fn token_source(s: &Summary) -> String {
+    let calls = s.counted.turns + s.failed_inferences;
+    match (s.provider_tokens.turns, s.estimated_turns) {
+        (_, 0) if calls == 0 => String::new(),
+        (0, _) => ", estimated".into(),
+        (_, 0) => ", counted by the provider".into(),
+        (_, e) if e >= calls => ", estimated".into(),
+        (_, e) => format!(", estimated on {e} of {calls} model calls"),
+    }
+}
+
+/// A turn's tokens: `  100 in / 10 out` when the provider counted them, `  ~1,029 in / ~49
+/// out` when the runtime estimated them, both when the trace carries both (upstream's).
+fn turn_tokens(turn: &crate::trace::record::Turn) -> String {
+    let (i, o) = (turn.input_tokens, turn.output_tokens);
+    let (ai, ao) = (turn.input_tokens_actual, turn.output_tokens_actual);
+    let n = |v: Option<u64>| thousands(v.unwrap_or(0));
+    let has_actual = ai.is_some() || ao.is_some();
+    if !has_actual {
+        if i.is_none() && o.is_none() {
+            return String::new();
+        }
+        return format!("  ~{} in / ~{} out", n(i), n(o));
+    }
+    let agree = i.is_none_or(|x| Some(x) == ai) && o.is_none_or(|x| Some(x) == ao);
+    if agree {
+        format!("  {} in / {} out", n(ai), n(ao))
+    } else {
+        format!(
+            "  {} in / {} out  (estimated ~{} / ~{})",
+            n(ai),
+            n(ao),
+            n(i),
+            n(o)
+        )
+    }
 }

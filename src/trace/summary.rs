@@ -327,6 +327,23 @@ impl Builder {
         }
         s.counted.input_tokens = s.counted.input_tokens.saturating_add(input.unwrap_or(0));
         s.counted.output_tokens = s.counted.output_tokens.saturating_add(output.unwrap_or(0));
+        let input_actual = ev.input_tokens_actual.map(|x| x.max(0) as u64);
+        let output_actual = ev.output_tokens_actual.map(|x| x.max(0) as u64);
+        if input_actual.is_some() || output_actual.is_some() {
+            let p = &mut s.provider_tokens;
+            p.turns += 1;
+            p.input_tokens = p.input_tokens.saturating_add(input_actual.unwrap_or(0));
+            p.output_tokens = p.output_tokens.saturating_add(output_actual.unwrap_or(0));
+        }
+        // This runtime writes the provider's count in `input_tokens` when there is one;
+        // upstream always writes its estimate there. A count is the provider's only when
+        // the two agree.
+        let provider_counted = (input_actual.is_some() || output_actual.is_some())
+            && input.is_none_or(|i| Some(i) == input_actual)
+            && output.is_none_or(|o| Some(o) == output_actual);
+        if (input.is_some() || output.is_some()) && !provider_counted {
+            s.estimated_turns += 1;
+        }
         if ev.decision.as_deref() == Some("error") {
             s.failed_inferences += 1;
         } else {
@@ -340,6 +357,8 @@ impl Builder {
                 tool_name: own(ev.tool_name.take()),
                 input_tokens: input,
                 output_tokens: output,
+                input_tokens_actual: input_actual,
+                output_tokens_actual: output_actual,
                 error_code: own(ev.error_code.take()),
                 provider_status: ev.provider_status,
                 before: std::mem::take(&mut self.pending),

@@ -144,8 +144,10 @@ fn push_json(out: &mut Vec<u8>, v: impl Serialize) {
     let _ = serde_json::to_writer(out, &v);
 }
 
+mod observe;
 mod writer;
 
+pub use observe::{set_observer, Observer};
 pub use writer::{written_all, written_all_blocking, Durability, TraceLog};
 
 #[cfg(test)]

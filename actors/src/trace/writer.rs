@@ -401,6 +401,7 @@ impl TraceLog {
 
     /// Append one event as one line; the trace thread writes it.
     pub fn append(&self, event: TraceEvent) {
+        super::observe::notify(&self.inner.session_id, &event);
         let mut state = self.inner.lock();
         if state.error.is_some() {
             return;
