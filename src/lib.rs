@@ -18,6 +18,7 @@ pub mod launch;
 pub mod manifest;
 pub mod output;
 pub mod peer;
+pub mod replay;
 pub mod run;
 pub mod tls;
 pub mod tools;

@@ -41,6 +41,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a recorded session again offline and name the first divergence (needs
+    /// trace.capture: content).
+    #[command(
+        after_help = "Examples:\n  mur replay\n  mur replay @2 --tools recorded\n  mur replay 3e4b --json"
+    )]
+    Replay(mur::replay::ReplayArgs),
     /// Read session traces.
     #[command(
         subcommand,
@@ -155,6 +161,20 @@ fn main() -> ExitCode {
             // printed): idle threads are not waited for on the way out.
             rt.shutdown_background();
             code
+        }
+        Command::Replay(args) => {
+            init_logs(0);
+            match tokio::runtime::Runtime::new() {
+                Ok(rt) => {
+                    let code = rt.block_on(mur::replay::run(args));
+                    rt.shutdown_background();
+                    code
+                }
+                Err(e) => {
+                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
+                    1
+                }
+            }
         }
         Command::Doctor { manifest, json } => mur::manifest::doctor::run(manifest.as_deref(), json),
         Command::Trace(cmd) => mur::trace::cli::run(cmd),

@@ -7,6 +7,7 @@
 //! only writer of `murmur.lock`). Not an actor: [`trace::TraceWriter`], the shared handle that
 //! writes one trace file.
 
+pub mod continuation;
 pub mod delegation;
 pub mod dispatcher;
 pub mod durable;

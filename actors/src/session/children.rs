@@ -34,7 +34,8 @@ impl SessionState {
                 outcome_text(o)
             })
             .collect();
-        self.push_message(Message::user_text(texts.join("\n\n")));
+        let ids: Vec<&str> = settled.iter().map(|o| o.delegation_id.as_str()).collect();
+        self.push_user(texts.join("\n\n"), &ids);
     }
 
     /// The model ended its turn and every outcome is in: continue the task once with all of them.

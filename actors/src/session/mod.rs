@@ -236,6 +236,12 @@ pub struct SessionState {
     /// What this session leaves to be flushed when it ends (the folders it made are added by
     /// staging).
     records: SessionRecords,
+    /// Hashes of the `body` lines written (`trace.capture: content`): each body once.
+    bodies: Vec<String>,
+    /// Calls a resumed session makes before its next model call (taken at `Begin`).
+    seed_calls: Vec<crate::continuation::SeedCall>,
+    /// Ids of re-delegations among them: their results are notes, not tool messages.
+    redelegations: std::collections::HashMap<String, String>,
 }
 
 /// What a session's end flushes: its records folder, less its children's folders and a work
@@ -408,13 +414,21 @@ impl Actor for Session {
         spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
         let system: Arc<str> = prompt::system_prompt(&spec).into();
         let tools: Arc<Vec<ToolSpec>> = Arc::new(spec.tools.iter().map(|t| t.spec()).collect());
-        let first = Message::user_text(spec.task.clone());
-        let messages = History::from(vec![first]);
+        let seed = spec.continuation.seed.clone();
+        let messages = match &seed {
+            Some(seed) if !seed.messages.is_empty() => History::from(seed.messages.clone()),
+            _ => History::from(vec![Message::user_text(spec.task.clone())]),
+        };
+        let seed_calls = seed.as_ref().map(|s| s.pending.clone()).unwrap_or_default();
         // The first model call goes out before anything else is set up (trace writer,
         // dispatcher, hashes, files): a delegated child starts thinking at once. `Begin` is
         // queued first, so it (staging) is handled before that call's answer.
         myself.send_message(SessionMsg::Begin)?;
-        let in_flight = (!spec.task.trim().is_empty() && spec.max_turns != Some(0)).then(|| {
+        let first_turn = seed.as_ref().map_or(0, |s| s.totals.turns);
+        let in_flight = (!spec.task.trim().is_empty()
+            && spec.max_turns.is_none_or(|max| first_turn < max)
+            && seed_calls.is_empty())
+        .then(|| {
             spawn_infer(
                 myself.clone(),
                 spec.driver.clone(),
@@ -426,7 +440,7 @@ impl Actor for Session {
                     tools: tools.clone(),
                     prompt_cache_key: Some(cache_key(&spec.capsule_name, &spec.capsule_version)),
                 },
-                0,
+                first_turn,
             )
         });
         let paths = &spec.paths;
@@ -468,7 +482,13 @@ impl Actor for Session {
             .with("driver", spec.driver.name())
             .with("tool_refresh", &spec.tool_refresh)
             .with("runtime_artifacts", Vec::<Value>::new())
-            .with("resumed_from", Value::Null)
+            .with("resumed_from", &spec.continuation.resumed_from)
+            .with_opt("replay_of", spec.continuation.replay_of.as_ref())
+            .with_opt(
+                "workdir",
+                (spec.capture == Capture::Content)
+                    .then(|| spec.paths.workdir.display().to_string()),
+            )
             .with("context_id", Value::Null)
             .with_opt(
                 "spawned_by",
@@ -489,7 +509,11 @@ impl Actor for Session {
             .with("origin", "user")
             .with("trust", "trusted")
             .with("lane", "user")
-            .with("message_parts_bytes", spec.task.len());
+            .with("message_parts_bytes", spec.task.len())
+            .with_opt(
+                "task",
+                (spec.capture == Capture::Content).then_some(&spec.task),
+            );
         let task_event = task.event_id.clone();
         log_event(&spec.session_id, &task);
         trace.append(task);
@@ -513,9 +537,10 @@ impl Actor for Session {
 
         let payload_bytes = system.len()
             + tools_json.len()
-            + serde_json::to_vec(&messages[0])
-                .map(|v| v.len())
-                .unwrap_or(0);
+            + messages
+                .iter()
+                .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
+                .sum::<usize>();
         let first_call_sent = in_flight.is_some();
         Ok(SessionState {
             first_call_sent,
@@ -534,10 +559,10 @@ impl Actor for Session {
             session_event,
             turn_event: task_event.clone(),
             task_event,
-            turn: 0,
+            turn: first_turn,
             pending: VecDeque::new(),
             in_flight,
-            totals: Totals::default(),
+            totals: seed.as_ref().map(|s| s.totals).unwrap_or_default(),
             delegated: (0, 0),
             started: Instant::now(),
             ended: None,
@@ -550,6 +575,9 @@ impl Actor for Session {
             tools_bytes: tools_json.len(),
             record_sync: args.records,
             records: own_records(&spec.paths),
+            bodies: Vec::new(),
+            seed_calls,
+            redelegations: Default::default(),
             spec,
         })
     }
@@ -676,7 +704,9 @@ impl Actor for Session {
                     state.fail(&myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
                     return Ok(());
                 }
-                if !state.first_call_sent {
+                if !state.seed_calls.is_empty() {
+                    state.take_seed_calls(&myself);
+                } else if !state.first_call_sent {
                     state.start_turn(&myself);
                 }
                 if let Err(e) = state.stage().await {
