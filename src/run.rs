@@ -330,5 +330,5 @@ pub async fn run(args: RunArgs) -> i32 {
 
 /// The first line of `text`, cut to 300 bytes.
 pub fn first_line(text: &str) -> String {
-    mur_actors::session::truncate(text.lines().next().unwrap_or(""), 300)
+    mur_actors::text::truncate(text.lines().next().unwrap_or(""), 300)
 }

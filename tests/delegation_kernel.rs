@@ -108,21 +108,19 @@ fn root_paths(dir: &Path) -> (String, SessionPaths, PathBuf) {
 }
 
 #[tokio::test]
-async fn a_parent_gets_every_outcome_ok_crashed_and_terminated_and_continues_once() {
+async fn a_parent_gets_every_outcome_ok_crashed_and_refused_before_its_next_call() {
     let dir = tempfile::tempdir().unwrap();
-    let parent = "turns:
+    let parent = "
+turns:
   - call:
       - {tool: delegate-task, input: {capsule: answerer, version: '0.1.0', task: 'what is 6*7?'}}
       - {tool: delegate-task, input: {capsule: crasher, version: '0.1.0', task: 'crash'}}
-      - {tool: delegate-task, input: {capsule: hanger, version: '0.1.0', task: 'hang'}}
       - {tool: delegate-task, input: {capsule: stranger, version: '0.1.0', task: 'x'}}
-  # Work until two children have ended (their traces say so), so their outcomes arrive while
+  # Work until both children have ended (their traces say so), so their outcomes arrive while
   # this call runs and are injected before the next model call, whatever the machine's load.
-  - call: [{tool: bash, input: {command: 'for i in $(seq 1 3000); do [ \"$(cat children/*/trace.jsonl 2>/dev/null | grep -c session_end)\" -ge 2 ] && break; sleep 0.01; done'}}]
+  - call: [{tool: bash, input: {command: 'for i in $(seq 1 30000); do [ \"$(cat children/*/trace.jsonl 2>/dev/null | grep -c session_end)\" -ge 2 ] && break; sleep 0.01; done'}}]
   - expect: 'the answer to what is 6*7? is 42'
-    say: waiting for my last sub-capsule
-  - expect: 'ended terminated'
-    say: 'combined: {{last}}'
+    say: 'done: {{last}}'
 ";
     let resolver = Scripts(HashMap::from([
         (
@@ -134,44 +132,25 @@ async fn a_parent_gets_every_outcome_ok_crashed_and_terminated_and_continues_onc
         ),
         (
             "acme/crasher".to_string(),
-            (
-                // It crashes on its first model call: well before the 0.7 s deadline.
-                "turns:\n  - panic: boom\n".to_string(),
-                Grants::default(),
-            ),
-        ),
-        (
-            "acme/hanger".to_string(),
-            (
-                "turns:\n  - delay_ms: 10000\n    say: late\n".to_string(),
-                Grants::default(),
-            ),
+            ("turns:\n  - panic: boom\n".to_string(), Grants::default()),
         ),
     ]));
     let (id, paths, records) = root_paths(dir.path());
-    let mut grants = spawn_grants(&["answerer", "crasher", "hanger"]);
+    let mut grants = spawn_grants(&["answerer", "crasher"]);
     grants.shell_allow = vec!["bash".into()];
-    let root = spec_for("parent", parent, grants, id, paths, "fan out".into());
+    let mut root = spec_for("parent", parent, grants, id, paths, "fan out".into());
+    // No deadline can pass while the machine is slow: the children end by themselves.
+    root.delegation_deadline = Duration::from_secs(300);
     let report = run_tree(root, resolver, SupervisorArgs::default()).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
-    // Outcomes that arrived while the parent worked were injected before its next model call
-    // (the script's `expect` checked that); the one still running when the parent ended its turn
-    // came in the single continuation.
-    assert!(report
-        .result
-        .starts_with("combined: [delegate-task] delegation dlg_"));
-    assert!(report.result.contains(
-        "to hanger@0.1.0 ended terminated:\n<untrusted-content source=delegation:hanger>\n"
-    ));
-    assert!(report
-        .result
-        .contains("detail: still running at the delegation deadline of 0.7 s"));
-    assert!(report.result.contains("result: none"));
+    // Both outcomes arrived while the parent worked and were injected before its next model
+    // call (the script's `expect` checked that): no continuation was needed.
+    assert!(report.result.starts_with("done: "), "{}", report.result);
 
     let t = lines(&records.join("trace.jsonl"));
-    assert_eq!(of_type(&t, "delegation_start").len(), 3);
+    assert_eq!(of_type(&t, "delegation_start").len(), 2);
     let ends = of_type(&t, "delegation");
-    assert_eq!(ends.len(), 4, "one per call, the refusal included");
+    assert_eq!(ends.len(), 3, "one per call, the refusal included");
     let refused: Vec<_> = ends.iter().filter(|l| l["outcome"] == "refused").collect();
     assert_eq!(refused.len(), 1);
     assert!(refused[0]["reason"]
@@ -183,12 +162,10 @@ async fn a_parent_gets_every_outcome_ok_crashed_and_terminated_and_continues_onc
         .map(|l| l["outcome"].as_str().unwrap())
         .collect();
     outcomes.sort();
-    assert_eq!(outcomes, ["crashed", "ok", "refused", "terminated"]);
-    let cont = of_type(&t, "task_continued");
-    assert_eq!(cont.len(), 1, "continues once with every outcome");
-    assert_eq!(cont[0]["delegations"].as_array().unwrap().len(), 1);
+    assert_eq!(outcomes, ["crashed", "ok", "refused"]);
+    assert!(of_type(&t, "task_continued").is_empty());
     let end = of_type(&t, "session_end")[0];
-    assert_eq!(end["total_turns"], 4);
+    assert_eq!(end["total_turns"], 3);
     let crashed = ends.iter().find(|l| l["outcome"] == "crashed").unwrap();
     assert!(crashed["reason"].as_str().unwrap().contains("boom"));
     assert_eq!(t.last().unwrap()["event_type"], "session_end");
@@ -201,6 +178,64 @@ async fn a_parent_gets_every_outcome_ok_crashed_and_terminated_and_continues_onc
         assert_eq!(ct[0]["spawned_by"], t[0]["session_id"]);
         assert_eq!(ct[0]["delegation_id"], start["delegation_id"]);
     }
+}
+
+#[tokio::test]
+async fn a_child_past_its_deadline_is_terminated_and_the_waiting_parent_continues_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "
+turns:
+  - call: [{tool: delegate-task, input: {capsule: hanger, version: '0.1.0', task: 'hang'}}]
+  - say: waiting for my sub-capsule
+  - expect: 'ended terminated'
+    say: 'combined: {{last}}'
+";
+    // The only child: nothing else can be caught by the deadline on a slow machine.
+    let resolver = Scripts(HashMap::from([(
+        "acme/hanger".to_string(),
+        (
+            "turns:\n  - delay_ms: 60000\n    say: late\n".to_string(),
+            Grants::default(),
+        ),
+    )]));
+    let (id, paths, records) = root_paths(dir.path());
+    let root = spec_for(
+        "parent",
+        parent,
+        spawn_grants(&["hanger"]),
+        id,
+        paths,
+        "hang".into(),
+    );
+    let report = run_tree(root, resolver, SupervisorArgs::default()).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    assert!(report
+        .result
+        .starts_with("combined: [delegate-task] delegation dlg_"));
+    assert!(report.result.contains(
+        "to hanger@0.1.0 ended terminated:\n<untrusted-content source=delegation:hanger>\n"
+    ));
+    assert!(report
+        .result
+        .contains("detail: still running at the delegation deadline of 0.7 s"));
+    assert!(report.result.contains("result: none"));
+    let t = lines(&records.join("trace.jsonl"));
+    let ends = of_type(&t, "delegation");
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["outcome"], "terminated");
+    let cont = of_type(&t, "task_continued");
+    assert_eq!(cont.len(), 1, "continues once with the outcome");
+    assert_eq!(cont[0]["delegations"].as_array().unwrap().len(), 1);
+    assert_eq!(of_type(&t, "session_end")[0]["total_turns"], 3);
+    // The ended child's trace is complete: it was canceled, not left running.
+    let child = PathBuf::from(
+        of_type(&t, "delegation_start")[0]["child_records_dir"]
+            .as_str()
+            .unwrap(),
+    );
+    let ct = lines(&child.join("trace.jsonl"));
+    assert_eq!(ct.last().unwrap()["event_type"], "session_end");
+    assert_eq!(ct.last().unwrap()["exit_status"], "canceled");
 }
 
 #[tokio::test]
@@ -239,7 +274,8 @@ async fn a_canceled_parent_ends_its_children_and_every_trace_is_complete() {
     })
     .unwrap()
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Cancel once the child holds its task (the parent's trace says so), not after a guess.
+    common::wait_for_line(&records.join("trace.jsonl"), "delegation_start").await;
     sup.send_message(SupervisorMsg::Shutdown {
         reason: "test".into(),
     })

@@ -382,3 +382,41 @@ async fn a_panicking_tool_call_is_an_error_for_the_model_not_a_hang() {
     let call = t.iter().find(|l| l["event_type"] == "tool_call").unwrap();
     assert_eq!(call["status"], "error");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_tree_leaves_no_command_running() {
+    // Killed actors skip `post_stop`: the Dispatcher's running call must still die with it.
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("sleep 54.{}", std::process::id());
+    let script = format!(
+        "turns:\n  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]\n  - say: never\n"
+    );
+    let s = spec(dir.path(), &script, &["bash"], None);
+    let (sup, handle) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
+        .await
+        .unwrap();
+    let _rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
+        spec: Box::new(s),
+        reply
+    })
+    .unwrap()
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !alive(&marker) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sup.kill();
+    handle.await.unwrap();
+    let gone = std::time::Instant::now() + Duration::from_secs(5);
+    while alive(&marker) {
+        assert!(
+            std::time::Instant::now() < gone,
+            "the command outlived its killed session"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

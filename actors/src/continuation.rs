@@ -25,6 +25,11 @@ pub struct Continuation {
     pub seed: Option<Arc<Seed>>,
     /// Answers every tool call from the recording instead of running it.
     pub playback: Option<Arc<dyn ToolPlayback>>,
+    /// A replay's outcome schedule: entry `k` is how many delegation outcomes the recorded
+    /// model had read before its model call `k`. The session delivers no more than that before
+    /// call `k`, and waits for outcomes still running until it has that many, so outcomes land
+    /// where the recording has them whatever the timing. Past its end: no limit.
+    pub outcomes_before: Option<Vec<u32>>,
 }
 
 /// The state a resumed session starts from.

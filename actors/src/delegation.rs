@@ -117,7 +117,7 @@ pub fn outcome_text(o: &DelegationOutcome) -> String {
     if o.answer.is_empty() {
         body.push_str("result: none (the sub-capsule left no answer)");
     } else if o.answer.len() > MAX_ANSWER_BYTES {
-        let kept = crate::session::truncate(&o.answer, MAX_ANSWER_BYTES);
+        let kept = crate::text::truncate(&o.answer, MAX_ANSWER_BYTES);
         body.push_str(&format!(
             "result:\n{kept} […]\n[cut at {} of {} bytes; the whole answer is {}]",
             kept.len(),
@@ -152,17 +152,25 @@ pub struct StartedChild {
     pub child: ractor::ActorRef<crate::session::SessionMsg>,
 }
 
+/// Where one delegation is, as its parent sees it.
+#[derive(Debug)]
+enum ChildState {
+    /// The child runs; its actor is the one to cancel.
+    Running(ractor::ActorRef<crate::session::SessionMsg>),
+    /// Its outcome is in hand and not yet shown to the model.
+    Settled(Box<DelegationOutcome>),
+}
+
 /// One delegation a session started and has not yet delivered.
 #[derive(Debug)]
 struct Entry {
     capsule: String,
     version: String,
     child_session_id: String,
-    child: Option<ractor::ActorRef<crate::session::SessionMsg>>,
     started: std::time::Instant,
     workdir: PathBuf,
     records_dir: PathBuf,
-    outcome: Option<DelegationOutcome>,
+    state: ChildState,
 }
 
 /// A session's delegations: started, settled (outcome in hand, not yet shown to the model), and
@@ -179,20 +187,19 @@ impl ChildTable {
     pub fn started(&mut self, s: &StartedChild, capsule: &str, version: &str) {
         self.by_actor
             .insert(s.child.get_id(), s.delegation_id.clone());
-        let mut entry = Entry {
+        let state = match self.early.remove(&s.delegation_id) {
+            Some(o) => ChildState::Settled(Box::new(o)),
+            None => ChildState::Running(s.child.clone()),
+        };
+        let entry = Entry {
             capsule: capsule.to_string(),
             version: version.to_string(),
             child_session_id: s.session_id.clone(),
-            child: Some(s.child.clone()),
             started: std::time::Instant::now(),
             workdir: s.workdir.clone(),
             records_dir: s.records_dir.clone(),
-            outcome: None,
+            state,
         };
-        if let Some(o) = self.early.remove(&s.delegation_id) {
-            entry.child = None;
-            entry.outcome = Some(o);
-        }
         self.entries.insert(s.delegation_id.clone(), entry);
     }
 
@@ -200,12 +207,13 @@ impl ChildTable {
     /// from a child that was ended), so the caller ignores it.
     pub fn settle(&mut self, o: DelegationOutcome) -> bool {
         match self.entries.get_mut(&o.delegation_id) {
-            Some(e) if e.outcome.is_none() => {
-                e.child = None;
-                e.outcome = Some(o);
-                true
-            }
-            Some(_) => false,
+            Some(e) => match e.state {
+                ChildState::Running(_) => {
+                    e.state = ChildState::Settled(Box::new(o));
+                    true
+                }
+                ChildState::Settled(_) => false,
+            },
             None => {
                 self.early.insert(o.delegation_id.clone(), o);
                 true
@@ -218,7 +226,7 @@ impl ChildTable {
         self.by_actor.get(&id).map(String::as_str)
     }
 
-    /// A synthesized outcome for a delegation the parent ends or that crashed.
+    /// A synthesized outcome for a running delegation the parent ends or that crashed.
     pub fn synthesize(
         &self,
         delegation_id: &str,
@@ -226,9 +234,9 @@ impl ChildTable {
         detail: String,
     ) -> Option<DelegationOutcome> {
         let e = self.entries.get(delegation_id)?;
-        if e.outcome.is_some() {
+        let ChildState::Running(_) = e.state else {
             return None;
-        }
+        };
         Some(DelegationOutcome {
             delegation_id: delegation_id.to_string(),
             capsule: e.capsule.clone(),
@@ -246,7 +254,9 @@ impl ChildTable {
 
     /// True when an outcome is in hand and not yet delivered.
     pub fn has_settled(&self) -> bool {
-        self.entries.values().any(|e| e.outcome.is_some())
+        self.entries
+            .values()
+            .any(|e| matches!(e.state, ChildState::Settled(_)))
     }
 
     /// The running child of a delegation, if it is still outstanding.
@@ -254,18 +264,43 @@ impl ChildTable {
         &self,
         delegation_id: &str,
     ) -> Option<&ractor::ActorRef<crate::session::SessionMsg>> {
-        self.entries
-            .get(delegation_id)
-            .filter(|e| e.outcome.is_none())
-            .and_then(|e| e.child.as_ref())
+        match &self.entries.get(delegation_id)?.state {
+            ChildState::Running(child) => Some(child),
+            ChildState::Settled(_) => None,
+        }
     }
 
     /// Delegations still running.
     pub fn outstanding(&self) -> usize {
         self.entries
             .values()
-            .filter(|e| e.outcome.is_none())
+            .filter(|e| matches!(e.state, ChildState::Running(_)))
             .count()
+    }
+
+    /// How many outcomes are settled and not yet delivered.
+    pub fn settled_count(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|e| matches!(e.state, ChildState::Settled(_)))
+            .count()
+    }
+
+    /// At most `n` of the settled outcomes, in delegation-id order; removes them.
+    pub fn take_settled_at_most(&mut self, n: usize) -> Vec<DelegationOutcome> {
+        let done: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.state, ChildState::Settled(_)))
+            .map(|(k, _)| k.clone())
+            .take(n)
+            .collect();
+        done.into_iter()
+            .filter_map(|k| match self.entries.remove(&k)?.state {
+                ChildState::Settled(o) => Some(*o),
+                ChildState::Running(_) => None,
+            })
+            .collect()
     }
 
     /// Outcomes settled and not yet delivered, in delegation-id order; removes them.
@@ -273,11 +308,14 @@ impl ChildTable {
         let done: Vec<String> = self
             .entries
             .iter()
-            .filter(|(_, e)| e.outcome.is_some())
+            .filter(|(_, e)| matches!(e.state, ChildState::Settled(_)))
             .map(|(k, _)| k.clone())
             .collect();
         done.into_iter()
-            .filter_map(|k| self.entries.remove(&k).and_then(|e| e.outcome))
+            .filter_map(|k| match self.entries.remove(&k)?.state {
+                ChildState::Settled(o) => Some(*o),
+                ChildState::Running(_) => None,
+            })
             .collect()
     }
 
@@ -285,8 +323,10 @@ impl ChildTable {
     pub fn running(&self) -> Vec<(String, ractor::ActorRef<crate::session::SessionMsg>)> {
         self.entries
             .iter()
-            .filter(|(_, e)| e.outcome.is_none())
-            .filter_map(|(k, e)| e.child.clone().map(|c| (k.clone(), c)))
+            .filter_map(|(k, e)| match &e.state {
+                ChildState::Running(c) => Some((k.clone(), c.clone())),
+                ChildState::Settled(_) => None,
+            })
             .collect()
     }
 }

@@ -24,5 +24,7 @@ pub mod session;
 pub mod spec;
 pub mod staging;
 pub mod supervisor;
+pub mod task;
+pub mod text;
 pub mod tool;
 pub mod trace;

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::delegation::{OutcomeStatus, MAX_ANSWER_BYTES};
 use crate::dispatcher::{missing_required, DelegateCtx, Route, ToolTable};
 use crate::plan::{StepOutcome, StepRunner};
-use crate::session::truncate;
+use crate::text::truncate;
 use crate::tool::{ExecRequest, ExecStatus};
 use crate::trace::{TraceEvent, TraceWriter};
 

@@ -17,10 +17,9 @@ use crate::delegation::{
 };
 use crate::durable::{RecordSync, SessionRecords};
 use crate::registry::{Registry, RegistryMsg};
-use crate::session::{
-    truncate, ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals,
-};
+use crate::session::{ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals};
 use crate::spec::SessionSpec;
+use crate::text::truncate;
 
 /// Default for `mur run --max-depth`: how deep a delegation tree may grow.
 pub const DEFAULT_MAX_DEPTH: u32 = 8;

@@ -275,7 +275,7 @@ impl ModelDriver for ScriptDriver {
                         self.path.display(),
                         index + 1,
                         expect,
-                        mur_actors::session::truncate(&last, 400)
+                        mur_actors::text::truncate(&last, 400)
                     ),
                 ));
             }

@@ -112,6 +112,7 @@ impl CapsuleResolver for ReplayResolver {
         );
         spec.driver = Arc::new(driver);
         spec.continuation.replay_of = Some(child.session_id.clone());
+        spec.continuation.outcomes_before = Some(child.outcome_schedule());
         if self.recorded_tools {
             spec.continuation.playback = Some(Arc::new(RecordedTools::new(child.clone())));
         }

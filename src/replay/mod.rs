@@ -146,6 +146,7 @@ async fn replay(args: &ReplayArgs) -> Result<i32, Diagnostic> {
     );
     let (mut spec, _warnings) = capsule::session_spec_with(&loaded, Arc::new(driver), task, place)?;
     spec.continuation.replay_of = Some(rec.session_id.clone());
+    spec.continuation.outcomes_before = Some(rec.outcome_schedule());
     if recorded_tools {
         spec.continuation.playback = Some(Arc::new(playback::RecordedTools::new(rec.clone())));
     }

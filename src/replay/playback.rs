@@ -58,10 +58,10 @@ impl ToolPlayback for RecordedTools {
             stdout_bytes: s["stdout_bytes"].as_u64().unwrap_or(0),
             stderr_bytes: s["stderr_bytes"].as_u64().unwrap_or(0),
         });
-        let kind = match (c.line, &shell) {
-            ("skill_call", _) => CallKind::Skill,
-            (_, Some(_)) => CallKind::Shell,
-            _ => CallKind::Tool,
+        let kind = if c.line == "skill_call" {
+            CallKind::Skill
+        } else {
+            CallKind::Tool
         };
         let result = if c.error.is_some() || c.line == "call_denied" {
             CallResult::Refused { text }

@@ -155,6 +155,23 @@ impl Recording {
         None
     }
 
+    /// Entry `k`: how many delegation outcomes the model had read before its model call `k`
+    /// (the replay's schedule, so that outcomes land where they did whatever the timing).
+    pub fn outcome_schedule(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut seen = 0u32;
+        for k in 0..self.counted().count() as u32 {
+            seen += self
+                .injected
+                .iter()
+                .filter(|m| m.turn == k)
+                .map(|m| m.delegations.len() as u32)
+                .sum::<u32>();
+            out.push(seen);
+        }
+        out
+    }
+
     /// How many tool calls the session made (tool, skill and denied calls with a result).
     pub fn call_count(&self) -> usize {
         self.turns

@@ -108,7 +108,7 @@ fn read_reply(name: &str, answered: &super::process::Answered) -> (ExecStatus, S
         let text = if err.trim().is_empty() {
             format!("native tool '{name}' exited with code {}", answered.code)
         } else {
-            mur_actors::session::truncate(err.trim(), 4000)
+            mur_actors::text::truncate(err.trim(), 4000)
         };
         return (by_exit, text);
     }

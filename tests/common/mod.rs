@@ -195,6 +195,24 @@ pub async fn run_tree(
     report
 }
 
+/// Wait until the trace at `path` holds an `event_type` line (it is written as it happens);
+/// fails the test after 60 s. A wait for an event, not a guess at how long it takes.
+pub async fn wait_for_line(path: &Path, event_type: &str) {
+    let needle = format!("\"event_type\":\"{event_type}\"");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(&needle)) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {event_type} line in {} after 60 s",
+            path.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 /// The lines of a trace file as JSON.
 pub fn trace(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)

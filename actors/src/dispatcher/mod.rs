@@ -10,7 +10,10 @@
 //! every path to the model goes through one fence.
 //!
 //! Calls run in a spawned task so the Dispatcher's mailbox stays free: a `CancelAll` aborts the
-//! running call, and the executor's subprocess dies with its future.
+//! running call, and the executor's subprocess dies with its future. The Dispatcher needs no
+//! cleanup of its own: it is killed with its Session (ractor kills a stopping actor's linked
+//! children, skipping their `post_stop`), and its state, the running call's [`OwnedTask`]
+//! included, is dropped then, which aborts the call.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,7 +22,6 @@ use std::time::Instant;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
 
 mod delegate;
 mod gate;
@@ -40,6 +42,7 @@ use crate::registry::{ArtifactRequest, ArtifactSource, PullOutcome, Pulled, Regi
 use crate::session::SessionMsg;
 use crate::spec::{Grants, SessionPaths};
 use crate::supervisor::SupervisorMsg;
+use crate::task::OwnedTask;
 use crate::tool::{
     ExecRequest, ExecStatus, Executors, ShellFacts, ToolDecl, ToolExecutor, ToolKind, ToolOrigin,
     RUNTIME_TOOLS,
@@ -66,10 +69,8 @@ pub struct CallRequest {
 /// Which trace line a call produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallKind {
-    /// `tool_call`.
+    /// `tool_call` (then `shell` when the call ran a command).
     Tool,
-    /// `tool_call` then `shell`.
-    Shell,
     /// `skill_call`.
     Skill,
 }
@@ -95,15 +96,24 @@ pub enum CallResult {
     },
 }
 
-/// The task of the call in flight. Dropping it aborts the task, so a call never outlives its
-/// Dispatcher: not on a cancel, not when the Dispatcher is killed with its Session (a killed
-/// actor skips `post_stop`, but its state is still dropped).
-struct RunningCall(JoinHandle<()>);
-
-impl Drop for RunningCall {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// What the Dispatcher is running. Calls run one at a time, so this is the whole story of its
+/// life: `CancelAll` is a `match` on it.
+enum Running {
+    /// No call since the last cancel (or ever).
+    Idle,
+    /// A call's task, held for its drop: dropping it aborts the call, and its subprocess dies
+    /// with it.
+    Call {
+        /// The call's task.
+        _task: OwnedTask,
+    },
+    /// A plan's task and the channel that asks it to wind down (its `plan_end` says why).
+    Plan {
+        /// The plan's task (held for its drop, as for a call).
+        _task: OwnedTask,
+        /// Set to true to cancel the plan.
+        cancel: watch::Sender<bool>,
+    },
 }
 
 /// Something a call changed in the session beyond its result text, for the Session to record.
@@ -226,18 +236,29 @@ pub struct DispatcherState {
     trace: TraceWriter,
     session_event: String,
     session: ActorRef<SessionMsg>,
-    running: Option<RunningCall>,
-    plan_cancel: Option<watch::Sender<bool>>,
+    running: Running,
+}
+
+/// The work one call does once admitted, and, for a plan, how to ask it to wind down.
+struct Work {
+    answer: futures::future::BoxFuture<'static, Dispatched>,
+    cancel: Option<watch::Sender<bool>>,
+}
+
+impl Work {
+    /// Work whose answer is ready (a refusal, or a call that needs no task).
+    fn now(answer: futures::future::BoxFuture<'static, Dispatched>) -> Work {
+        Work {
+            answer,
+            cancel: None,
+        }
+    }
 }
 
 impl DispatcherState {
     /// The work one call does once admitted: a future that produces its answer. Refusals that
     /// need no work are ready futures; tools, delegations and plans run when awaited.
-    fn work(
-        &mut self,
-        request: CallRequest,
-        started: Instant,
-    ) -> futures::future::BoxFuture<'static, Dispatched> {
+    fn work(&mut self, request: CallRequest, started: Instant) -> Work {
         use futures::FutureExt;
         let elapsed = move || started.elapsed().as_millis() as u64;
         let refused = move |kind, text: String, request: CallRequest| Dispatched {
@@ -257,45 +278,57 @@ impl DispatcherState {
             let text = format!(
                 "'{}' expects a JSON object as its input; the arguments sent were not one: {}",
                 request.name,
-                crate::session::truncate(&raw, 200)
+                crate::text::truncate(&raw, 200)
             );
-            return futures::future::ready(refused(CallKind::Tool, text, request)).boxed();
+            return Work::now(
+                futures::future::ready(refused(CallKind::Tool, text, request)).boxed(),
+            );
         }
         let (tool, kind) = match self.table.route(&request.name) {
             Route::Refuse(text) => {
-                return futures::future::ready(refused(CallKind::Tool, text, request)).boxed()
+                return Work::now(
+                    futures::future::ready(refused(CallKind::Tool, text, request)).boxed(),
+                )
             }
             Route::Runtime(name) => {
                 if let Some(text) = self.table.runtime_refusal(name, &request.input) {
-                    return futures::future::ready(refused(CallKind::Tool, text, request)).boxed();
+                    return Work::now(
+                        futures::future::ready(refused(CallKind::Tool, text, request)).boxed(),
+                    );
                 }
                 return match name {
                     "delegate-task" => {
                         let ctx = self.delegation.clone();
-                        async move {
-                            let (result, effect) = delegate(&ctx, &request.input).await;
-                            Dispatched {
-                                request,
-                                kind: CallKind::Tool,
-                                result,
-                                duration_ms: elapsed(),
-                                effect,
+                        Work::now(
+                            async move {
+                                let (result, effect) = delegate(&ctx, &request.input).await;
+                                Dispatched {
+                                    request,
+                                    kind: CallKind::Tool,
+                                    result,
+                                    duration_ms: elapsed(),
+                                    effect,
+                                }
                             }
-                        }
-                        .boxed()
+                            .boxed(),
+                        )
                     }
                     "submit-plan" => self.plan(request, started),
-                    "pull-artifact" | "remove-artifact" => self.artifact(name, request, started),
+                    "pull-artifact" | "remove-artifact" => {
+                        Work::now(self.artifact(name, request, started))
+                    }
                     _ => {
                         let text = format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet");
-                        futures::future::ready(refused(CallKind::Tool, text, request)).boxed()
+                        Work::now(
+                            futures::future::ready(refused(CallKind::Tool, text, request)).boxed(),
+                        )
                     }
                 };
             }
             Route::Exec(tool, kind) => (tool, kind),
         };
         if let Some(text) = missing_required(&tool, &request.input) {
-            return futures::future::ready(refused(kind, text, request)).boxed();
+            return Work::now(futures::future::ready(refused(kind, text, request)).boxed());
         }
         let executor = self.table.executor(&tool);
         let exec = ExecRequest {
@@ -306,38 +339,40 @@ impl DispatcherState {
             workdir: self.table.paths.workdir.clone(),
             records_dir: self.table.paths.records_dir.clone(),
         };
-        async move {
-            let result = match executor.execute(exec).await {
-                Ok(out) => {
-                    let source = match kind {
-                        CallKind::Skill => format!("skill:{}", tool.name),
-                        _ => format!("tool:{}", tool.name),
-                    };
-                    // Operator skills are trusted guidance; everything else is fenced.
-                    let fenced = kind != CallKind::Skill || tool.origin == ToolOrigin::Runtime;
-                    let text = if fenced {
-                        fence::fence_with_note(&source, &out.text, out.note.as_deref())
-                    } else {
-                        out.text.clone()
-                    };
-                    CallResult::Ran {
-                        status: out.status,
-                        output_bytes: out.text.len() as u64,
-                        text,
-                        shell: out.shell,
+        Work::now(
+            async move {
+                let result = match executor.execute(exec).await {
+                    Ok(out) => {
+                        let source = match kind {
+                            CallKind::Skill => format!("skill:{}", tool.name),
+                            _ => format!("tool:{}", tool.name),
+                        };
+                        // Operator skills are trusted guidance; everything else is fenced.
+                        let fenced = kind != CallKind::Skill || tool.origin == ToolOrigin::Runtime;
+                        let text = if fenced {
+                            fence::fence_with_note(&source, &out.text, out.note.as_deref())
+                        } else {
+                            out.text.clone()
+                        };
+                        CallResult::Ran {
+                            status: out.status,
+                            output_bytes: out.text.len() as u64,
+                            text,
+                            shell: out.shell,
+                        }
                     }
+                    Err(text) => CallResult::Refused { text },
+                };
+                Dispatched {
+                    request,
+                    kind,
+                    result,
+                    duration_ms: elapsed(),
+                    effect: None,
                 }
-                Err(text) => CallResult::Refused { text },
-            };
-            Dispatched {
-                request,
-                kind,
-                result,
-                duration_ms: elapsed(),
-                effect: None,
             }
-        }
-        .boxed()
+            .boxed(),
+        )
     }
 
     /// A `pull-artifact` / `remove-artifact` call: the Registry runs it with this capsule's
@@ -451,14 +486,9 @@ impl DispatcherState {
     }
 
     /// A `submit-plan` call: the plan runs on the session's own tool table.
-    fn plan(
-        &mut self,
-        request: CallRequest,
-        started: Instant,
-    ) -> futures::future::BoxFuture<'static, Dispatched> {
+    fn plan(&mut self, request: CallRequest, started: Instant) -> Work {
         use futures::FutureExt;
         let (tx, rx) = watch::channel(false);
-        self.plan_cancel = Some(tx);
         let table = self.table.clone();
         let ctx = PlanContext {
             tools: table.tools.keys().cloned().collect(),
@@ -477,7 +507,7 @@ impl DispatcherState {
             trace: self.trace.clone(),
             session_event: self.session_event.clone(),
         });
-        async move {
+        let answer = async move {
             let report = run_plan(&request.input, &ctx, runner, rx).await;
             let text = report.text();
             Dispatched {
@@ -497,7 +527,11 @@ impl DispatcherState {
                 effect: None,
             }
         }
-        .boxed()
+        .boxed();
+        Work {
+            answer,
+            cancel: Some(tx),
+        }
     }
 }
 
@@ -558,8 +592,7 @@ impl Actor for Dispatcher {
             trace: args.trace,
             session_event: args.session_event,
             session: args.session,
-            running: None,
-            plan_cancel: None,
+            running: Running::Idle,
             gate: args.gate,
             registry: args.registry,
             artifacts: args.artifacts,
@@ -595,20 +628,19 @@ impl Actor for Dispatcher {
                 });
             }
             DispatcherMsg::CancelAll => {
-                if let Some(tx) = state.plan_cancel.take() {
+                match &state.running {
                     // A plan winds down itself (its plan_end says why).
-                    let _ = tx.send(true);
-                } else {
+                    Running::Plan { cancel, .. } => {
+                        let _ = cancel.send(true);
+                    }
                     // Dropping it aborts the task; the executor's subprocess dies with it.
-                    state.running = None;
+                    Running::Call { .. } => state.running = Running::Idle,
+                    Running::Idle => {}
                 }
             }
             DispatcherMsg::Dispatch(request) => {
                 let started = Instant::now();
-                // The cancel channel belongs to the plan that set it: a later call (a plan sets
-                // it again) is canceled by aborting its task.
-                state.plan_cancel = None;
-                let work = state.work(request.clone(), started);
+                let Work { answer, cancel } = state.work(request.clone(), started);
                 let gate = state.gate.clone();
                 let session = state.session.clone();
                 let turn = request.turn;
@@ -633,46 +665,37 @@ impl Actor for Dispatcher {
                             return;
                         }
                     }
-                    let d = work.await;
+                    let d = answer.await;
                     let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
                 };
                 let session = state.session.clone();
-                state.running = Some(RunningCall(tokio::spawn(async move {
-                    // A panic in a call (an executor's bug) is the call's error, never a hang.
-                    if let Err(panic) =
-                        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(call)).await
-                    {
-                        let why = panic
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_else(|| "no message".into());
-                        tracing::error!(tool = %name, call = %call_id, "tool call panicked: {why}");
-                        let d = Dispatched {
-                            request: crash_report,
-                            kind: CallKind::Tool,
-                            result: CallResult::Refused {
-                                text: format!(
-                                    "tool '{name}' failed inside the runtime (it panicked: {why}); the call did not complete"
-                                ),
-                            },
-                            duration_ms: started.elapsed().as_millis() as u64,
-                            effect: None,
-                        };
-                        let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
-                    }
-                })));
+                // A panic in a call (an executor's bug) is the call's error, never a hang.
+                let task = crate::task::spawn_guarded(call, move |why| {
+                    tracing::error!(tool = %name, call = %call_id, "tool call panicked: {why}");
+                    let d = Dispatched {
+                        request: crash_report,
+                        kind: CallKind::Tool,
+                        result: CallResult::Refused {
+                            text: format!(
+                                "tool '{name}' failed inside the runtime (it panicked: {why}); the call did not complete"
+                            ),
+                        },
+                        duration_ms: started.elapsed().as_millis() as u64,
+                        effect: None,
+                    };
+                    let _ = session.send_message(SessionMsg::ToolDone(Box::new(d)));
+                });
+                // Replacing what ran before drops it: a plan's cancel channel never outlives
+                // its plan, so a cancel reaches the call that runs now.
+                state.running = match cancel {
+                    Some(cancel) => Running::Plan {
+                        _task: task,
+                        cancel,
+                    },
+                    None => Running::Call { _task: task },
+                };
             }
         }
-        Ok(())
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut DispatcherState,
-    ) -> Result<(), ActorProcessingErr> {
-        state.running = None;
         Ok(())
     }
 }

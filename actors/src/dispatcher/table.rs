@@ -68,7 +68,7 @@ impl ToolTable {
                     origin: ToolOrigin::Provided,
                 }),
             };
-            return Route::Exec(decl, CallKind::Shell);
+            return Route::Exec(decl, CallKind::Tool);
         }
         match held {
             Some(t) if matches!(t.kind, ToolKind::Skill { .. }) => {
@@ -284,10 +284,10 @@ mod tests {
             Route::Runtime(n) => format!("runtime {n}"),
             Route::Exec(t, kind) => format!(
                 "{} {} ({})",
-                match kind {
-                    CallKind::Tool => "tool",
-                    CallKind::Shell => "shell",
-                    CallKind::Skill => "skill",
+                match (kind, &t.kind) {
+                    (CallKind::Tool, ToolKind::Shell { .. }) => "shell",
+                    (CallKind::Tool, _) => "tool",
+                    (CallKind::Skill, _) => "skill",
                 },
                 t.name,
                 t.description

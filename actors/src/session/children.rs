@@ -35,15 +35,47 @@ impl SessionState {
             })
             .collect();
         let ids: Vec<&str> = settled.iter().map(|o| o.delegation_id.as_str()).collect();
+        self.outcomes_delivered += settled.len() as u32;
         self.push_user(texts.join("\n\n"), &ids);
+    }
+
+    /// The outcomes the next model call may read: every settled one, or under a replay's
+    /// schedule ([`crate::continuation::Continuation::outcomes_before`]) no more than the
+    /// recording had delivered by then.
+    pub(super) fn take_deliverable(&mut self) -> Vec<DelegationOutcome> {
+        match self.scheduled() {
+            None => self.children.take_settled(),
+            Some(want) => {
+                let n = want.saturating_sub(self.outcomes_delivered);
+                self.children.take_settled_at_most(n as usize)
+            }
+        }
+    }
+
+    /// The recorded count of outcomes read before the next model call, under a schedule.
+    fn scheduled(&self) -> Option<u32> {
+        let schedule = self.spec.continuation.outcomes_before.as_ref()?;
+        schedule.get(self.totals.turns as usize).copied()
+    }
+
+    /// Under a schedule: the outcomes the next model call must read are all in.
+    pub(super) fn schedule_met(&self) -> bool {
+        self.scheduled().is_some_and(|want| {
+            self.outcomes_delivered + self.children.settled_count() as u32 >= want
+        })
+    }
+
+    /// Under a schedule: the next model call waits for outcomes still running.
+    pub(super) fn waits_for_schedule(&self) -> bool {
+        self.scheduled().is_some() && !self.schedule_met() && self.children.outstanding() > 0
     }
 
     /// The model ended its turn and every outcome is in: continue the task once with all of them.
     pub(super) fn continue_with_outcomes(&mut self, myself: &ActorRef<SessionMsg>) {
-        let Some(since) = self.waiting.take() else {
+        let Life::Waiting { since } = self.life else {
             return;
         };
-        let settled = self.children.take_settled();
+        let settled = self.take_deliverable();
         self.continuations += 1;
         let ids: Vec<&str> = settled.iter().map(|o| o.delegation_id.as_str()).collect();
         self.emit(
@@ -66,15 +98,23 @@ impl SessionState {
 
     /// A child's outcome message (or a synthesized one) arrived.
     pub(super) fn child_outcome(&mut self, myself: &ActorRef<SessionMsg>, o: DelegationOutcome) {
-        if self.ended.is_some() {
-            // Draining: the task ended, the child has now ended too.
-            self.children.settle(o);
-            if self.draining && self.children.running().is_empty() {
-                let _ = myself.send_message(SessionMsg::Drained);
+        match self.life {
+            Life::Draining { .. } => {
+                // The task ended; a child it canceled has now ended too.
+                self.children.settle(o);
+                if self.children.running().is_empty() {
+                    let _ = myself.send_message(SessionMsg::Drained);
+                }
             }
-            return;
+            Life::Ending { .. } | Life::Ended { .. } => {
+                // Its `delegation` line is written when the task closes (or was already).
+                self.children.settle(o);
+            }
+            Life::Starting
+            | Life::Inferring { .. }
+            | Life::Calling { .. }
+            | Life::Waiting { .. } => self.on_outcome(myself, o),
         }
-        self.on_outcome(myself, o);
     }
 
     /// A delegation settled (answered, crashed, or ended by its deadline).
@@ -87,8 +127,32 @@ impl SessionState {
         self.totals.output_tokens += tokens.1;
         self.delegated.0 += tokens.0;
         self.delegated.1 += tokens.1;
-        if self.waiting.is_some() && self.children.outstanding() == 0 {
+        if matches!(self.life, Life::Waiting { .. })
+            && (self.children.outstanding() == 0 || self.schedule_met())
+        {
             self.continue_with_outcomes(myself);
+        }
+    }
+
+    /// A delegation's deadline passed: end its child if it still runs, and settle it
+    /// `terminated`.
+    pub(super) fn deadline_passed(&mut self, myself: &ActorRef<SessionMsg>, delegation_id: &str) {
+        if self.life.is_over() {
+            return;
+        }
+        let Some(child) = self.children.running_child(delegation_id).cloned() else {
+            return;
+        };
+        let secs = self.spec.delegation_deadline.as_secs_f64();
+        let _ = child.send_message(SessionMsg::Cancel {
+            reason: "the delegation deadline passed".into(),
+        });
+        if let Some(o) = self.children.synthesize(
+            delegation_id,
+            OutcomeStatus::Terminated,
+            format!("still running at the delegation deadline of {secs} s (lifecycle.delegation_deadline_secs); it was ended"),
+        ) {
+            self.on_outcome(myself, o);
         }
     }
 
@@ -114,7 +178,6 @@ impl SessionState {
             let _ = child.send_message(SessionMsg::Cancel {
                 reason: "the parent ended this delegation".into(),
             });
-            self.draining = true;
         }
         // Outcomes that arrived but were never shown to the model still get their line.
         for o in self.children.take_settled() {

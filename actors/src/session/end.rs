@@ -11,7 +11,8 @@ impl SessionState {
         status: ExitStatus,
         text: String,
     ) {
-        self.ended = Some(status);
+        // Replacing the state drops a model call still in flight (it is aborted).
+        self.life = Life::Ending { status };
         let _ = myself.send_message(SessionMsg::Finish { status, text });
     }
 
@@ -28,11 +29,8 @@ impl SessionState {
 
     /// Write the task's last lines and sync the trace; returns the report.
     pub(super) async fn close(&mut self, status: ExitStatus, text: String) -> SessionReport {
-        self.ended = Some(status);
-        self.waiting = None;
-        if let Some(h) = self.in_flight.take() {
-            h.abort();
-        }
+        // Nothing else runs for this task: a model call in flight is aborted with its state.
+        self.life = Life::Ended { status };
         if let Some(d) = &self.dispatcher {
             let _ = d.send_message(DispatcherMsg::CancelAll);
         }
@@ -106,16 +104,18 @@ impl SessionState {
         text: String,
     ) {
         let report = self.close(status, text).await;
-        if self.draining && !self.children.running().is_empty() {
-            // Report once the children it canceled have ended too (or after 5 s), so whoever
-            // waits for this report finds every trace of the subtree complete.
-            self.held_report = Some(report);
-            myself.send_after(std::time::Duration::from_secs(5), || SessionMsg::Drained);
-        } else {
-            if let Some(sink) = self.report.take() {
+        if self.children.running().is_empty() {
+            if let Some(sink) = self.report_to.take() {
                 sink(report);
             }
             myself.stop(None);
+        } else {
+            // Report once the children it canceled have ended too (or after 5 s), so whoever
+            // waits for this report finds every trace of the subtree complete.
+            self.life = Life::Draining {
+                report: Box::new(report),
+            };
+            myself.send_after(std::time::Duration::from_secs(5), || SessionMsg::Drained);
         }
     }
 
@@ -123,16 +123,28 @@ impl SessionState {
     /// the flushes of what they wrote after this session's own end (the root only), report,
     /// and stop.
     pub(super) async fn drained(&mut self, myself: &ActorRef<SessionMsg>) {
-        if let Some(mut report) = self.held_report.take() {
-            if self.spec.spawned_by.is_none() {
-                if let Err(e) = self.record_sync.settle().await {
-                    report.trace_error.get_or_insert(e);
+        let life = std::mem::replace(
+            &mut self.life,
+            Life::Ending {
+                status: ExitStatus::Failed,
+            },
+        );
+        self.life = match life {
+            Life::Draining { mut report } => {
+                if self.spec.spawned_by.is_none() {
+                    if let Err(e) = self.record_sync.settle().await {
+                        report.trace_error.get_or_insert(e);
+                    }
                 }
+                let status = report.exit_status;
+                if let Some(sink) = self.report_to.take() {
+                    sink(*report);
+                }
+                Life::Ended { status }
             }
-            if let Some(sink) = self.report.take() {
-                sink(report);
-            }
-        }
+            // A late timer: the report went out already.
+            other => other,
+        };
         myself.stop(None);
     }
 }

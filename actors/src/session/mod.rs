@@ -20,8 +20,6 @@ use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use tokio::task::JoinHandle;
 
 use crate::delegation::{outcome_text, ChildTable, DelegationOutcome, OutcomeStatus};
 use crate::dispatcher::{
@@ -39,6 +37,8 @@ use crate::prompt;
 use crate::spec::{Capture, SessionSpec};
 use crate::staging;
 use crate::supervisor::SupervisorMsg;
+use crate::task::OwnedTask;
+use crate::text::{estimate_tokens, sha256_hex, truncate};
 use crate::tool::ExecStatus;
 use crate::trace::{Durability, TraceEvent, TraceWriter};
 
@@ -188,17 +188,76 @@ pub struct SessionArgs {
 /// The session actor.
 pub struct Session;
 
+/// Where a session is in its life. Each variant holds what is valid in it, so what may happen
+/// next is a `match` on this one value (see each handler).
+pub(super) enum Life {
+    /// No model call yet: the task is empty or `max_turns` is 0 (decided at `Begin`).
+    Starting,
+    /// A model call is in flight (the first one goes out before the files are staged).
+    Inferring {
+        /// The call's task, held for its drop: leaving this state aborts the call.
+        _call: OwnedTask,
+    },
+    /// The turn's tool calls run one at a time; `queue` holds those not yet dispatched.
+    Calling {
+        /// Calls of this turn still to run, in the model's order.
+        queue: VecDeque<CallRequest>,
+    },
+    /// The model ended its turn while delegations still run: spending nothing until their
+    /// outcomes are in, then one continuation.
+    Waiting {
+        /// Since when.
+        since: Instant,
+    },
+    /// The task's end is decided; its `Finish` message is queued behind what the mailbox
+    /// already holds, and turn messages are dropped.
+    Ending {
+        /// How it ends.
+        status: ExitStatus,
+    },
+    /// Ended; the report waits for the children it canceled to end (or for 5 s).
+    Draining {
+        /// The report, held until then.
+        report: Box<SessionReport>,
+    },
+    /// Reported (or crashed). Late answers are dropped.
+    Ended {
+        /// How it ended.
+        status: ExitStatus,
+    },
+}
+
+impl Life {
+    /// True once the task's end is decided: no model or tool call starts any more.
+    fn is_over(&self) -> bool {
+        self.exit_status().is_some()
+    }
+
+    /// How the task ended, once that is decided.
+    fn exit_status(&self) -> Option<ExitStatus> {
+        match self {
+            Life::Ending { status } | Life::Ended { status } => Some(*status),
+            Life::Draining { report } => Some(report.exit_status),
+            Life::Starting
+            | Life::Inferring { .. }
+            | Life::Calling { .. }
+            | Life::Waiting { .. } => None,
+        }
+    }
+}
+
 /// The session's state.
 pub struct SessionState {
     spec: SessionSpec,
     trace: TraceWriter,
+    /// Where the session is in its life.
+    life: Life,
     /// Started with the session when it holds tools, else at its first tool call.
     dispatcher: Option<ActorRef<DispatcherMsg>>,
     /// For a dispatcher started later.
     registry: Option<ActorRef<crate::registry::RegistryMsg>>,
-    report: Option<ReportSink>,
-    /// The report, held while canceled children wind down.
-    held_report: Option<SessionReport>,
+    /// Who hears the report; taken when it is sent (a crash sends none: ractor tells).
+    report_to: Option<ReportSink>,
     system: Arc<str>,
     tools: Arc<Vec<ToolSpec>>,
     messages: History,
@@ -211,31 +270,24 @@ pub struct SessionState {
     task_event: String,
     turn_event: String,
     turn: u32,
-    pending: VecDeque<CallRequest>,
-    in_flight: Option<JoinHandle<()>>,
     totals: Totals,
     /// Tokens of children already added into `totals`.
     delegated: (u64, u64),
     started: Instant,
-    ended: Option<ExitStatus>,
     children: ChildTable,
     supervisor: Option<ActorRef<SupervisorMsg>>,
-    /// Set while the model ended its turn and the task waits for outcomes (since when).
-    waiting: Option<Instant>,
     continuations: u32,
-    /// The task ended; the actor stops when the listed children have reported.
-    draining: bool,
     /// A pull or removal changed the inventory since the last model call.
     refresh_tools: bool,
     /// Bytes of the serialized tool array (part of `payload_bytes`).
     tools_bytes: usize,
-    /// The first model call was sent from `pre_start`.
-    first_call_sent: bool,
     /// The tree's record flushes.
     record_sync: RecordSync,
     /// What this session leaves to be flushed when it ends (the folders it made are added by
     /// staging).
     records: SessionRecords,
+    /// Delegation outcomes shown to the model so far (a replay's schedule counts them).
+    outcomes_delivered: u32,
     /// Hashes of the `body` lines written (`trace.capture: content`): each body once.
     bodies: Vec<String>,
     /// Calls a resumed session makes before its next model call (taken at `Begin`).
@@ -271,14 +323,6 @@ impl RetrySink for SessionRetrySink {
             note,
         });
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-fn estimate_tokens(bytes: usize) -> u64 {
-    bytes.div_ceil(4) as u64
 }
 
 /// The result text of a task that used all its turns.
@@ -387,18 +431,6 @@ pub fn cache_key(name: &str, version: &str) -> String {
     head
 }
 
-/// Cut `s` to at most `max` bytes on a char boundary.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
-}
-
 #[ractor::async_trait]
 impl Actor for Session {
     type Msg = SessionMsg;
@@ -425,7 +457,7 @@ impl Actor for Session {
         // queued first, so it (staging) is handled before that call's answer.
         myself.send_message(SessionMsg::Begin)?;
         let first_turn = seed.as_ref().map_or(0, |s| s.totals.turns);
-        let in_flight = (!spec.task.trim().is_empty()
+        let first_call = (!spec.task.trim().is_empty()
             && spec.max_turns.is_none_or(|max| first_turn < max)
             && seed_calls.is_empty())
         .then(|| {
@@ -541,9 +573,11 @@ impl Actor for Session {
                 .iter()
                 .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
                 .sum::<usize>();
-        let first_call_sent = in_flight.is_some();
         Ok(SessionState {
-            first_call_sent,
+            life: match first_call {
+                Some(call) => Life::Inferring { _call: call },
+                None => Life::Starting,
+            },
             system_sha: hashes.then(|| sha256_hex(system.as_bytes())),
             tools_sha: hashes.then(|| sha256_hex(&tools_json)),
             system,
@@ -553,29 +587,24 @@ impl Actor for Session {
             trace,
             dispatcher,
             registry: args.registry,
-            report: Some(args.report),
-            held_report: None,
+            report_to: Some(args.report),
             task_id,
             session_event,
             turn_event: task_event.clone(),
             task_event,
             turn: first_turn,
-            pending: VecDeque::new(),
-            in_flight,
             totals: seed.as_ref().map(|s| s.totals).unwrap_or_default(),
             delegated: (0, 0),
             started: Instant::now(),
-            ended: None,
             children: ChildTable::default(),
             supervisor: args.supervisor,
-            waiting: None,
             continuations: 0,
-            draining: false,
             refresh_tools: false,
             tools_bytes: tools_json.len(),
             record_sync: args.records,
             records: own_records(&spec.paths),
             bodies: Vec::new(),
+            outcomes_delivered: 0,
             seed_calls,
             redelegations: Default::default(),
             spec,
@@ -594,30 +623,27 @@ impl Actor for Session {
                     session_id: state.spec.session_id.clone(),
                     name: state.spec.capsule_name.clone(),
                     version: state.spec.capsule_version.clone(),
-                    state: if state.report.is_some() {
-                        "running"
-                    } else {
-                        "ended"
+                    state: match state.life {
+                        Life::Ended { .. } => "ended",
+                        _ => "running",
                     },
-                    exit_status: state.ended.map(ExitStatus::as_str),
+                    exit_status: state.life.exit_status().map(ExitStatus::as_str),
                     turns: state.totals.turns,
                 });
             }
             SessionMsg::Finish { status, text } => {
-                if state.report.is_some() {
+                if let Life::Ending { .. } = state.life {
                     state.finish(&myself, status, text).await;
                 }
             }
             SessionMsg::Cancel { reason } => {
-                if state.report.is_none() || state.ended.is_some() {
-                    return Ok(());
-                }
-                let phase = if state.in_flight.is_some() {
-                    "inference"
-                } else if state.waiting.is_some() {
-                    "delegation"
-                } else {
-                    "turn"
+                let phase = match &state.life {
+                    Life::Inferring { .. } => "inference",
+                    Life::Waiting { .. } => "delegation",
+                    Life::Starting | Life::Calling { .. } => "turn",
+                    Life::Ending { .. } | Life::Draining { .. } | Life::Ended { .. } => {
+                        return Ok(())
+                    }
                 };
                 state.emit(
                     TraceEvent::new("task_canceled", Some(&state.task_event))
@@ -637,25 +663,10 @@ impl Actor for Session {
             SessionMsg::Drained => state.drained(&myself).await,
             SessionMsg::ChildOutcome(o) => state.child_outcome(&myself, *o),
             SessionMsg::DelegationDeadline { delegation_id } => {
-                if state.ended.is_some() {
-                    return Ok(());
-                }
-                if let Some(child) = state.children.running_child(&delegation_id).cloned() {
-                    let secs = state.spec.delegation_deadline.as_secs_f64();
-                    let _ = child.send_message(SessionMsg::Cancel {
-                        reason: "the delegation deadline passed".into(),
-                    });
-                    if let Some(o) = state.children.synthesize(
-                        &delegation_id,
-                        OutcomeStatus::Terminated,
-                        format!("still running at the delegation deadline of {secs} s (lifecycle.delegation_deadline_secs); it was ended"),
-                    ) {
-                        state.on_outcome(&myself, o);
-                    }
-                }
+                state.deadline_passed(&myself, &delegation_id)
             }
             SessionMsg::StartDispatcher => {
-                if state.dispatcher.is_none() && state.ended.is_none() {
+                if state.dispatcher.is_none() && !state.life.is_over() {
                     let started = spawn_dispatcher(
                         &myself,
                         &state.spec,
@@ -675,7 +686,7 @@ impl Actor for Session {
                 }
             }
             SessionMsg::Crash(text) => {
-                if state.report.is_none() {
+                if let Life::Ended { .. } = state.life {
                     return Ok(());
                 }
                 let reason = format!("the session crashed: {text}");
@@ -690,53 +701,45 @@ impl Actor for Session {
                     .close(ExitStatus::Failed, format!("error: {reason}"))
                     .await;
                 // No report: whoever supervises this session learns of the crash from ractor.
-                state.report = None;
+                state.report_to = None;
                 return Err(reason.into());
             }
-            _ if state.ended.is_some() => {
-                // The task is over; late answers are dropped.
-            }
-            SessionMsg::Begin => {
-                // The first model call goes out before the disk is touched; the files are
-                // staged while it is in flight (no tool runs before its reply is handled).
-                if state.spec.task.trim().is_empty() {
-                    let _ = state.stage().await;
-                    state.fail(&myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
-                    return Ok(());
-                }
-                if !state.seed_calls.is_empty() {
-                    state.take_seed_calls(&myself);
-                } else if !state.first_call_sent {
-                    state.start_turn(&myself);
-                }
-                if let Err(e) = state.stage().await {
-                    if let Some(h) = state.in_flight.take() {
-                        h.abort();
-                    }
-                    state.fail(&myself, "runtime_error", &e);
-                }
-            }
+            SessionMsg::Begin => state.begin(&myself).await,
             SessionMsg::InferDone { turn, result } => {
-                state.in_flight = None;
-                match result {
-                    Ok(reply) => state.on_reply(&myself, turn, reply),
-                    Err(e) => state.on_infer_error(&myself, turn, e),
+                // Only the call in flight is answered; once the task's end is decided, a late
+                // answer is dropped.
+                if let Life::Inferring { .. } = state.life {
+                    state.life = Life::Calling {
+                        queue: VecDeque::new(),
+                    };
+                    match result {
+                        Ok(reply) => state.on_reply(&myself, turn, reply),
+                        Err(e) => state.on_infer_error(&myself, turn, e),
+                    }
                 }
             }
-            SessionMsg::Retry { turn, note } => state.emit(
-                TraceEvent::new("inference_retry", Some(&state.task_event))
-                    .with("turn", turn)
-                    .with("task_id", &state.task_id)
-                    .with("attempt", note.attempt)
-                    .with("max_retries", note.max_retries)
-                    .with("reason", note.reason)
-                    .with_opt("provider_status", note.provider_status)
-                    .with("error", truncate(&note.error, 2000))
-                    .with("delay_ms", note.delay_ms)
-                    .with_opt("retry_after_ms", note.retry_after_ms)
-                    .with("charged_tokens", 0),
-            ),
-            SessionMsg::ToolDone(d) => state.on_tool_done(&myself, *d),
+            SessionMsg::Retry { turn, note } => {
+                if let Life::Inferring { .. } = state.life {
+                    state.emit(
+                        TraceEvent::new("inference_retry", Some(&state.task_event))
+                            .with("turn", turn)
+                            .with("task_id", &state.task_id)
+                            .with("attempt", note.attempt)
+                            .with("max_retries", note.max_retries)
+                            .with("reason", note.reason)
+                            .with_opt("provider_status", note.provider_status)
+                            .with("error", truncate(&note.error, 2000))
+                            .with("delay_ms", note.delay_ms)
+                            .with_opt("retry_after_ms", note.retry_after_ms)
+                            .with("charged_tokens", 0),
+                    )
+                }
+            }
+            SessionMsg::ToolDone(d) => {
+                if let Life::Calling { .. } = state.life {
+                    state.on_tool_done(&myself, *d)
+                }
+            }
         }
         Ok(())
     }
@@ -750,7 +753,7 @@ impl Actor for Session {
         if let SupervisionEvent::ActorFailed(who, err) = event {
             let from_dispatcher =
                 state.dispatcher.as_ref().map(|d| d.get_id()) == Some(who.get_id());
-            if state.report.is_some() && from_dispatcher {
+            if from_dispatcher && !state.life.is_over() {
                 state.fail(
                     &myself,
                     "runtime_error",
@@ -779,17 +782,6 @@ impl Actor for Session {
                 }
                 state.child_outcome(&myself, o);
             }
-        }
-        Ok(())
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut SessionState,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(h) = state.in_flight.take() {
-            h.abort();
         }
         Ok(())
     }

@@ -4,8 +4,42 @@
 use super::*;
 
 impl SessionState {
+    /// `Begin`: stage the files while the first model call (sent from `pre_start`) is in
+    /// flight; no tool runs before its reply is handled. With no first call, start the turn
+    /// now (it ends the task at once when `max_turns` is 0).
+    pub(super) async fn begin(&mut self, myself: &ActorRef<SessionMsg>) {
+        match self.life {
+            Life::Starting | Life::Inferring { .. } => {}
+            // Canceled before it began: nothing to stage for.
+            _ => return,
+        }
+        if self.spec.task.trim().is_empty() {
+            let _ = self.stage().await;
+            self.fail(myself, "runtime_error", "the task is empty; nothing was sent to the model (pass --task with a file or text)");
+            return;
+        }
+        if let Life::Starting = self.life {
+            if self.seed_calls.is_empty() {
+                self.start_turn(myself);
+            } else {
+                self.take_seed_calls(myself);
+            }
+        }
+        if let Err(e) = self.stage().await {
+            self.fail(myself, "runtime_error", &e);
+        }
+    }
+
+    /// Deliver settled outcomes, then send the next model call (or end at `max_turns`).
     pub(super) fn start_turn(&mut self, myself: &ActorRef<SessionMsg>) {
-        let settled = self.children.take_settled();
+        if self.waits_for_schedule() {
+            // A replay: the recorded model read outcomes still running here before this call.
+            self.life = Life::Waiting {
+                since: Instant::now(),
+            };
+            return;
+        }
+        let settled = self.take_deliverable();
         self.deliver(settled);
         if let Some(playback) = self.spec.continuation.playback.clone() {
             for text in playback.injected(self.totals.turns) {
@@ -32,12 +66,9 @@ impl SessionState {
         };
         let turn = self.totals.turns;
         self.turn = turn;
-        self.in_flight = Some(spawn_infer(
-            myself.clone(),
-            self.spec.driver.clone(),
-            request,
-            turn,
-        ));
+        self.life = Life::Inferring {
+            _call: spawn_infer(myself.clone(), self.spec.driver.clone(), request, turn),
+        };
     }
 
     pub(super) fn on_reply(&mut self, myself: &ActorRef<SessionMsg>, turn: u32, reply: InferReply) {
@@ -106,16 +137,19 @@ impl SessionState {
                 self.push_message(Message::Assistant {
                     content: reply.content,
                 });
-                for (seq, (id, name, input)) in calls.into_iter().enumerate() {
-                    self.pending.push_back(CallRequest {
+                let queue = calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(seq, (id, name, input))| CallRequest {
                         seq,
                         turn,
                         id,
                         name,
                         input,
                         parent_event: self.turn_event.clone(),
-                    });
-                }
+                    })
+                    .collect();
+                self.life = Life::Calling { queue };
                 self.dispatch_next(myself);
             }
             StopReason::EndTurn | StopReason::MaxTokens => {
@@ -135,7 +169,9 @@ impl SessionState {
                     .is_none_or(|max| self.totals.turns < max);
                 if self.children.outstanding() > 0 && turns_left {
                     // Wait, spending nothing, and continue once with every outcome.
-                    self.waiting = Some(Instant::now());
+                    self.life = Life::Waiting {
+                        since: Instant::now(),
+                    };
                 } else if turns_left
                     && (self.children.has_settled()
                         || self
@@ -145,7 +181,9 @@ impl SessionState {
                             .as_ref()
                             .is_some_and(|p| !p.injected(self.totals.turns).is_empty()))
                 {
-                    self.waiting = Some(Instant::now());
+                    self.life = Life::Waiting {
+                        since: Instant::now(),
+                    };
                     self.continue_with_outcomes(myself);
                 } else {
                     self.finish_later(myself, ExitStatus::Ok, text);
@@ -258,10 +296,15 @@ impl SessionState {
         self.tools = Arc::new(tools);
     }
 
+    /// Send the turn's next tool call to the Dispatcher, or the next model call once none is
+    /// left. Only while calling: a call never starts after the task's end is decided.
     pub(super) fn dispatch_next(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Life::Calling { queue } = &mut self.life else {
+            return;
+        };
         if let Some(playback) = self.spec.continuation.playback.clone() {
             // `mur replay --tools recorded`: nothing runs, the recording answers.
-            match self.pending.pop_front() {
+            match queue.pop_front() {
                 Some(call) => {
                     let d = playback.answer(call);
                     let _ = myself.send_message(SessionMsg::ToolDone(Box::new(d)));
@@ -270,13 +313,13 @@ impl SessionState {
             }
             return;
         }
-        match (self.pending.pop_front(), &self.dispatcher) {
+        match (queue.pop_front(), &self.dispatcher) {
             (Some(call), Some(dispatcher)) => {
                 let _ = dispatcher.send_message(DispatcherMsg::Dispatch(call));
             }
             (Some(call), None) => {
                 // Started on demand; the call waits at the head of the queue.
-                self.pending.push_front(call);
+                queue.push_front(call);
                 let _ = myself.send_message(SessionMsg::StartDispatcher);
             }
             (None, _) => self.start_turn(myself),
@@ -514,11 +557,12 @@ impl SessionState {
     /// A resumed session's first step: the calls its last turn had not finished, and the
     /// delegations to start again, before its next model call.
     pub(super) fn take_seed_calls(&mut self, myself: &ActorRef<SessionMsg>) {
+        let mut queue = VecDeque::new();
         for (seq, c) in std::mem::take(&mut self.seed_calls).into_iter().enumerate() {
             if let Some(old) = &c.redelegates {
                 self.redelegations.insert(c.id.clone(), old.clone());
             }
-            self.pending.push_back(CallRequest {
+            queue.push_back(CallRequest {
                 seq,
                 turn: c.turn,
                 id: c.id,
@@ -527,6 +571,7 @@ impl SessionState {
                 parent_event: self.task_event.clone(),
             });
         }
+        self.life = Life::Calling { queue };
         self.dispatch_next(myself);
     }
 }
@@ -538,26 +583,20 @@ pub(super) fn spawn_infer(
     driver: Arc<dyn crate::model::ModelDriver>,
     request: InferRequest,
     turn: u32,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let sink = SessionRetrySink {
-            session: me.clone(),
-            turn,
-        };
-        let call = std::panic::AssertUnwindSafe(driver.infer(&request, &sink));
-        match futures::FutureExt::catch_unwind(call).await {
-            Ok(result) => {
-                drop(request);
-                let _ = me.send_message(SessionMsg::InferDone { turn, result });
-            }
-            Err(panic) => {
-                let text = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "the model driver panicked".into());
-                let _ = me.send_message(SessionMsg::Crash(text));
-            }
-        }
-    })
+) -> OwnedTask {
+    let crashed = me.clone();
+    crate::task::spawn_guarded(
+        async move {
+            let sink = SessionRetrySink {
+                session: me.clone(),
+                turn,
+            };
+            let result = driver.infer(&request, &sink).await;
+            drop(request);
+            let _ = me.send_message(SessionMsg::InferDone { turn, result });
+        },
+        move |why| {
+            let _ = crashed.send_message(SessionMsg::Crash(why));
+        },
+    )
 }
