@@ -118,8 +118,9 @@ pub struct Recording {
     pub delegations: Vec<Delegation>,
     /// `session_end.exit_status`, when the session ended.
     pub exit_status: Option<String>,
-    /// The session's counters, from its lines: turns, input and output tokens, tool calls,
-    /// shell calls (delegated tokens included, as the session counted them).
+    /// The session's counters, from its own lines: turns, input and output tokens, tool calls,
+    /// shell calls (delegated tokens included, as the session counted them). A resumed
+    /// session's `session_start.resumed_totals` are not in them.
     pub totals: mur_actors::session::Totals,
     /// The last line was torn and dropped.
     pub torn: bool,
@@ -127,6 +128,9 @@ pub struct Recording {
     pub has_content: bool,
     /// Every `artifact_pulled` line.
     pub pulled: Vec<serde_json::Map<String, Value>>,
+    /// Results of calls this trace holds no reply for (a resumed session finishing the calls
+    /// of the session it resumed).
+    pub orphans: Vec<Call>,
 }
 
 impl Recording {
@@ -337,12 +341,34 @@ fn push(rec: &mut Recording, v: &Value) {
             let Some(id) = text(v, "tool_call_id") else {
                 return;
             };
+            let found = rec
+                .turns
+                .iter_mut()
+                .rev()
+                .flat_map(|t| t.calls.iter_mut())
+                .any(|c| c.id == id && c.output.is_none());
+            if !found {
+                rec.orphans.push(Call {
+                    id: id.clone(),
+                    name: text(v, "tool_name")
+                        .or_else(|| text(v, "skill_name"))
+                        .unwrap_or_default(),
+                    input: v.get("input").cloned().unwrap_or(Value::Null),
+                    output: None,
+                    is_error: false,
+                    line: "tool_call",
+                    shell: None,
+                    error: None,
+                    output_bytes: 0,
+                });
+            }
             let Some(call) = rec
                 .turns
                 .iter_mut()
                 .rev()
                 .flat_map(|t| t.calls.iter_mut())
                 .find(|c| c.id == id && c.output.is_none())
+                .or(rec.orphans.last_mut().filter(|c| c.id == id))
             else {
                 return;
             };
@@ -410,12 +436,7 @@ fn push(rec: &mut Recording, v: &Value) {
                 rec.pulled.push(o.clone());
             }
         }
-        "session_end" => {
-            rec.exit_status = text(v, "exit_status");
-            // The session's own count, delegated tokens included.
-            rec.totals.input_tokens = num(v, "total_input_tokens").unwrap_or(0);
-            rec.totals.output_tokens = num(v, "total_output_tokens").unwrap_or(0);
-        }
+        "session_end" => rec.exit_status = text(v, "exit_status"),
         _ => {}
     }
 }

@@ -517,6 +517,17 @@ impl Actor for Session {
             .with("resumed_from", &spec.continuation.resumed_from)
             .with_opt("replay_of", spec.continuation.replay_of.as_ref())
             .with_opt(
+                "resumed_totals",
+                spec.continuation
+                    .resumed_from
+                    .as_ref()
+                    .and(seed.as_ref())
+                    .map(|s| {
+                        let t = s.totals;
+                        json!({"turns": t.turns, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "tool_calls": t.tool_calls, "shell_calls": t.shell_calls})
+                    }),
+            )
+            .with_opt(
                 "workdir",
                 (spec.capture == Capture::Content)
                     .then(|| spec.paths.workdir.display().to_string()),
