@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mur_actors::dispatcher::CallGate;
+use mur_actors::gate::CallGate;
 use mur_actors::model::ModelDriver;
 use mur_actors::provided;
 use mur_actors::registry::ArtifactSource;

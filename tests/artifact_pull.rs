@@ -130,7 +130,7 @@ async fn seed_001_list_pull_pin_and_remove_literally() {
         (p.owner_id, p.origin.as_str()),
         (Some(190196424), "runtime")
     );
-    assert_eq!(p.tool.origin, ToolOrigin::Runtime);
+    assert_eq!(p.tool.origin, ToolOrigin::Pulled);
     assert!(p
         .tool
         .spec()

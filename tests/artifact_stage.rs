@@ -71,7 +71,7 @@ fn declared_tools_skills_and_hooks_are_staged_with_their_origin() {
     let tools = &staged.tools;
     assert_eq!(tools.len(), 2);
     let t = tools.iter().find(|t| t.name == "tool-edit").unwrap();
-    assert_eq!(t.origin, ToolOrigin::Runtime);
+    assert_eq!(t.origin, ToolOrigin::Pulled);
     assert_eq!(t.full_name.as_deref(), Some("murmur/tool-edit"));
     assert_eq!(t.description, "Edits.");
     assert!(

@@ -67,9 +67,16 @@ async fn killed_at_the_third_call() -> Killed {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The real event: the provider holds the third request.
+    // The real events: the provider holds the third request, and the second step's lines
+    // (its tool_call and shell) are in the trace.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while fake.requests().len() < 3 {
+    let second_step_written = || {
+        list(&records_home(&home, &work)).first().is_some_and(|s| {
+            std::fs::read_to_string(s.join("trace.jsonl"))
+                .is_ok_and(|t| t.matches("{\"event_type\":\"shell\"").count() == 2)
+        })
+    };
+    while fake.requests().len() < 3 || !second_step_written() {
         assert!(Instant::now() < deadline, "the third model call never came");
         if let Some(status) = child.try_wait().unwrap() {
             panic!("mur ended before its third model call: {status}");

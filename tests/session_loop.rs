@@ -420,3 +420,44 @@ async fn a_killed_tree_leaves_no_command_running() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_that_cannot_be_written_ends_the_session_failed_naming_the_file() {
+    // A full disk, for this one file: its trace is /dev/full, where every write fails ENOSPC.
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("sleep 55.{}", std::process::id());
+    let script = format!(
+        "turns:\n  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]\n  - say: never\n"
+    );
+    let s = spec(dir.path(), &script, &["bash"], None);
+    let records = s.paths.records_dir.clone();
+    std::fs::create_dir_all(&records).unwrap();
+    std::os::unix::fs::symlink("/dev/full", records.join("trace.jsonl")).unwrap();
+    let report = run(s, None).await;
+    assert_eq!(report.exit_status, ExitStatus::Failed, "{}", report.result);
+    let want = format!(
+        "trace write failed: {}: No space left on device",
+        records.join("trace.jsonl").display()
+    );
+    assert!(report.result.contains(&want), "{}", report.result);
+    assert!(
+        report
+            .trace_error
+            .as_deref()
+            .is_some_and(|e| e.contains(&want)),
+        "{:?}",
+        report.trace_error
+    );
+    // The session did not run on unrecorded: its command (if it started) was ended with it.
+    let gone = std::time::Instant::now() + Duration::from_secs(5);
+    while alive(&marker) {
+        assert!(
+            std::time::Instant::now() < gone,
+            "the command outlived the failed session"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // What could be written still was: the result file names the error.
+    let result = std::fs::read_to_string(records.join("out/result.txt")).unwrap();
+    assert!(result.contains(&want), "{result}");
+}

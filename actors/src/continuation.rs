@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::dispatcher::{CallRequest, Dispatched};
 use crate::model::Message;
+use crate::protocol::{CallRequest, Dispatched};
 use crate::session::Totals;
 
 /// How a session relates to a recorded one.

@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use crate::spec::Grants;
-use crate::tool::{ToolDecl, ToolKind, ToolOrigin};
+use crate::tool::{RuntimeTool, ToolDecl, ToolKind, ToolOrigin};
 
 /// Binaries that take their command as `-c <command>`.
 pub const INTERPRETERS: [&str; 6] = ["bash", "sh", "zsh", "fish", "dash", "ksh"];
@@ -60,7 +60,7 @@ pub fn bare(full: &str) -> &str {
 pub fn delegate_task(spawn_allow: &[String]) -> ToolDecl {
     let names: Vec<&str> = spawn_allow.iter().map(|s| bare(s)).collect();
     provided(
-        "delegate-task",
+        RuntimeTool::DelegateTask.name(),
         format!(
             "Hand one task to one sub-capsule ({}). Returns as soon as the sub-capsule is running and holding the task, with status \"started\", its delegation_id, session_id and child_workdir; it does not return the answer. The outcome arrives later in this conversation, fenced as delegation:<capsule>, with the delegation_id, its final status (ok, error, crashed or terminated) and the answer under result:. If you end your turn while delegations are outstanding, the task waits for every one of them and continues once with all outcomes. A sub-capsule still running at the delegation deadline is ended and reported terminated. If this task ends any other way, its sub-capsules are ended with it.",
             names.join(", ")
@@ -81,7 +81,7 @@ pub fn delegate_task(spawn_allow: &[String]) -> ToolDecl {
 /// `share-file`: mint a handle for one file under `exports.peer_files.root`, bound to one peer.
 pub fn share_file() -> ToolDecl {
     provided(
-        "share-file",
+        RuntimeTool::ShareFile.name(),
         "Share one file under this capsule's export root with one peer capsule. Give the file's path relative to the export root and the peer's address (localhost:<port>/<session id>); optionally a ttl such as 90s, 10m or 1h, which can only shorten the export's max_ttl. Returns a handle bound to that peer, its handle_id, expires_at_ms, the audience and from (this session's address, where the peer redeems it). Send the handle and from to the peer; only that peer can redeem it, until it expires or this session ends.".into(),
         json!({
             "type": "object",
@@ -99,7 +99,7 @@ pub fn share_file() -> ToolDecl {
 /// `fetch-peer-file`: redeem a handle from an allowed peer into `peer-in/`.
 pub fn fetch_peer_file(peer_fetch_allow: &[String]) -> ToolDecl {
     provided(
-        "fetch-peer-file",
+        RuntimeTool::FetchPeerFile.name(),
         format!(
             "Redeem a file handle a peer capsule sent you. Give the peer's address (localhost:<port>/<session id>, the handle's from) and the handle. Allowed peers: {}. The file is stored under peer-in/ in your work folder; the result gives its path, bytes and sha256, not its contents: read the file to see them.",
             peer_fetch_allow.join(", ")
@@ -172,7 +172,7 @@ pub fn redact_handles(value: &Value) -> Value {
 /// `submit-plan`.
 pub fn submit_plan() -> ToolDecl {
     provided(
-        "submit-plan",
+        RuntimeTool::SubmitPlan.name(),
         "Run one plan of steps against this session's own tools and return every step's result. The plan is an object with an id and a steps array; each step has an id and exactly one of tool, shell or capsule, with optional input, depends_on, if, on_error (fail, skip, continue) and retries (at most 20). Independent shell and capsule steps run concurrently, tool steps one at a time. Reference earlier results with $<step id>.output and $<step id>.status. The call returns when every step has finished.".into(),
         json!({"type":"object","properties":{"plan":{"type":"object"}},"required":["plan"]}),
         ToolKind::Runtime,
@@ -184,17 +184,23 @@ pub fn submit_plan() -> ToolDecl {
 /// added by the `mur` crate with the capsule's install grant in their descriptions.)
 pub fn provided_tools(grants: &Grants) -> Vec<ToolDecl> {
     let mut out: Vec<ToolDecl> = grants.shell_allow.iter().map(|b| shell_tool(b)).collect();
-    if !grants.spawn_allow.is_empty() {
-        out.push(delegate_task(&grants.spawn_allow));
-    }
-    if grants.peer_files_export {
-        out.push(share_file());
-    }
-    if !grants.peer_fetch_allow.is_empty() {
-        out.push(fetch_peer_file(&grants.peer_fetch_allow));
-    }
-    if grants.plan_submit {
-        out.push(submit_plan());
+    let order = [
+        RuntimeTool::DelegateTask,
+        RuntimeTool::ShareFile,
+        RuntimeTool::FetchPeerFile,
+        RuntimeTool::SubmitPlan,
+        RuntimeTool::PullArtifact,
+        RuntimeTool::RemoveArtifact,
+    ];
+    for tool in order.into_iter().filter(|t| t.granted(grants)) {
+        match tool {
+            RuntimeTool::DelegateTask => out.push(delegate_task(&grants.spawn_allow)),
+            RuntimeTool::ShareFile => out.push(share_file()),
+            RuntimeTool::FetchPeerFile => out.push(fetch_peer_file(&grants.peer_fetch_allow)),
+            RuntimeTool::SubmitPlan => out.push(submit_plan()),
+            // Their descriptions name the install grant's patterns: the `mur` crate adds them.
+            RuntimeTool::PullArtifact | RuntimeTool::RemoveArtifact => {}
+        }
     }
     out
 }

@@ -9,38 +9,7 @@ use std::sync::Arc;
 use crate::model::ModelDriver;
 use crate::tool::{Executors, ToolDecl};
 
-/// The grants that decide which runtime-provided tools exist (seed 000: the grant is the tool's
-/// existence) and what a call may do.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Grants {
-    /// `capabilities.shell.allow`: binaries the capsule may run.
-    pub shell_allow: Vec<String>,
-    /// `capabilities.spawn.allow`: full names of capsules it may delegate to.
-    pub spawn_allow: Vec<String>,
-    /// `capabilities.plan.submit`.
-    pub plan_submit: bool,
-    /// `capabilities.peer_fetch.allow`.
-    pub peer_fetch_allow: Vec<String>,
-    /// `exports.peer_files` is declared.
-    pub peer_files_export: bool,
-    /// `capabilities.install` declares anything (tool or skill patterns).
-    pub install: bool,
-    /// `capabilities.network.allow`.
-    pub network_allow: Vec<String>,
-    /// `capabilities.install.tool` patterns, as written (`murmur/tool-*`).
-    pub install_tool: Vec<String>,
-    /// `capabilities.install.skill` patterns, as written.
-    pub install_skill: Vec<String>,
-    /// `capabilities.install.from` includes `sources`.
-    pub install_sources: bool,
-    /// `capabilities.filesystem.workdir_exec`: commands may execute what the work folder holds.
-    pub workdir_exec: bool,
-    /// `capabilities.network.unix_sockets`.
-    pub unix_sockets: bool,
-    /// The containment floor the session runs at (`advisory|scoped|sealed`): a child it
-    /// delegates to runs at least this contained. `None` when the embedder decides nothing.
-    pub containment_floor: Option<String>,
-}
+pub use crate::grants::Grants;
 
 /// How a session's commands are contained, as its `session_start` line reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,7 +107,7 @@ pub struct SessionSpec {
     /// (`lifecycle.delegation_deadline_secs`).
     pub delegation_deadline: std::time::Duration,
     /// Policy hooks deciding on every call; `None` when the capsule declares none.
-    pub gate: Option<Arc<dyn crate::dispatcher::CallGate>>,
+    pub gate: Option<Arc<dyn crate::gate::CallGate>>,
     /// The capsule's pull service (`capabilities.install`); `None` without the grant.
     pub artifacts: Option<Arc<dyn crate::registry::ArtifactSource>>,
     /// How its commands are contained (reported in `session_start`).

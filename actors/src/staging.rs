@@ -98,7 +98,7 @@ pub fn murmur_md(tools: &[ToolDecl], capsule: &str) -> String {
         let origin = match t.origin {
             ToolOrigin::Provided => "runtime-provided",
             ToolOrigin::Operator => "operator",
-            ToolOrigin::Runtime => "runtime (untrusted)",
+            ToolOrigin::Pulled => "runtime (untrusted)",
         };
         out.push_str(&format!("| {} | {} | {} |\n", t.name, t.version, origin));
     }

@@ -3,7 +3,8 @@
 //! It spawns the root Session (linked, so a crash reaches it as a supervision event rather than
 //! killing the process), keeps the id → actor map the HTTP door looks sessions up in, owns the
 //! door itself (stopped when the Supervisor stops), and turns Ctrl-C into a `Cancel` for every
-//! live session. Sessions are temporary: nothing is ever restarted.
+//! live session. Sessions are temporary: none is ever restarted. The one actor it restarts is
+//! the [`TraceWriter`], which holds no state a restart could lose.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ use crate::registry::{Registry, RegistryMsg};
 use crate::session::{ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals};
 use crate::spec::SessionSpec;
 use crate::text::truncate;
+use crate::trace_writer::{TraceWriter, TraceWriterSlot};
 
 /// Default for `mur run --max-depth`: how deep a delegation tree may grow.
 pub const DEFAULT_MAX_DEPTH: u32 = 8;
@@ -127,6 +129,10 @@ pub struct SupervisorState {
     door: Option<Door>,
     /// The tree's record flushes, shared by every session it starts.
     records: RecordSync,
+    /// The trace-writer actor, as every session's trace reaches it.
+    trace_writer: TraceWriterSlot,
+    /// Its id, to know its supervision events.
+    trace_writer_id: ActorId,
 }
 
 impl SupervisorState {
@@ -163,7 +169,13 @@ impl Actor for Supervisor {
         args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let (registry, _) = Actor::spawn_linked(None, Registry, (), myself.get_cell()).await?;
+        let trace_writer = TraceWriterSlot::default();
+        let (writer, _) = Actor::spawn_linked(None, TraceWriter, (), myself.get_cell()).await?;
+        let trace_writer_id = writer.get_id();
+        trace_writer.set(writer);
         Ok(SupervisorState {
+            trace_writer,
+            trace_writer_id,
             args,
             registry,
             sessions: HashMap::new(),
@@ -197,6 +209,7 @@ impl Actor for Supervisor {
                     supervisor: Some(myself.clone()),
                     registry: Some(state.registry.clone()),
                     records: state.records.clone(),
+                    trace_writer: state.trace_writer.clone(),
                 };
                 match Actor::spawn_linked(None, Session, args, myself.get_cell()).await {
                     Ok((session, _)) => {
@@ -269,6 +282,7 @@ impl Actor for Supervisor {
                 let shared = TreeShared {
                     registry: state.registry.clone(),
                     records: state.records.clone(),
+                    trace_writer: state.trace_writer.clone(),
                 };
                 tokio::spawn(start_child(
                     myself.clone(),
@@ -286,13 +300,26 @@ impl Actor for Supervisor {
 
     async fn handle_supervisor_evt(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         event: SupervisionEvent,
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
         if let SupervisionEvent::ActorFailed(cell, err) = &event {
             if cell.get_id() == state.registry.get_id() {
                 tracing::error!("the registry actor failed: {err}");
+            }
+        }
+        if let SupervisionEvent::ActorFailed(cell, _)
+        | SupervisionEvent::ActorTerminated(cell, ..) = &event
+        {
+            if cell.get_id() == state.trace_writer_id {
+                // Trace files report to the slot: the new writer hears every later failure.
+                tracing::error!("the trace writer stopped; starting a new one");
+                let (writer, _) =
+                    Actor::spawn_linked(None, TraceWriter, (), myself.get_cell()).await?;
+                state.trace_writer_id = writer.get_id();
+                state.trace_writer.set(writer);
+                return Ok(());
             }
         }
         let (cell, failure) = match event {
@@ -369,6 +396,7 @@ fn check_bounds(state: &SupervisorState, r: &ChildRequest) -> Option<String> {
 struct TreeShared {
     registry: ActorRef<RegistryMsg>,
     records: RecordSync,
+    trace_writer: TraceWriterSlot,
 }
 
 /// Resolve the child's spec, spawn it under its parent, and answer the delegate-task call.
@@ -433,6 +461,7 @@ async fn start_child(
         supervisor: Some(supervisor.clone()),
         registry: Some(shared.registry),
         records: shared.records,
+        trace_writer: shared.trace_writer,
     };
     match Actor::spawn_linked(None, Session, args, parent.get_cell()).await {
         Ok((child, _)) => {

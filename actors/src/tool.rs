@@ -10,16 +10,117 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::grants::Grants;
 use crate::model::ToolSpec;
 
-/// The tools the runtime answers itself. Their names are reserved: no artifact may take them.
+/// A tool the runtime answers itself. Each knows its name, the grant that makes it exist (seed
+/// 000: the grant is the tool's existence), the sentence that refuses it without that grant,
+/// and whether a plan step may call it. Their names are reserved: no artifact may take them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuntimeTool {
+    /// `share-file`: mint a handle for one exported file, bound to one peer.
+    ShareFile,
+    /// `fetch-peer-file`: redeem a peer's handle into `peer-in/`.
+    FetchPeerFile,
+    /// `delegate-task`: hand one task to a sub-capsule.
+    DelegateTask,
+    /// `submit-plan`: run a plan of steps.
+    SubmitPlan,
+    /// `pull-artifact`: fetch, pin and hold a tool while the session runs.
+    PullArtifact,
+    /// `remove-artifact`: drop a pulled tool.
+    RemoveArtifact,
+}
+
+impl RuntimeTool {
+    /// Every runtime tool, in the order upstream lists them.
+    pub const ALL: [RuntimeTool; 6] = [
+        RuntimeTool::ShareFile,
+        RuntimeTool::FetchPeerFile,
+        RuntimeTool::DelegateTask,
+        RuntimeTool::SubmitPlan,
+        RuntimeTool::PullArtifact,
+        RuntimeTool::RemoveArtifact,
+    ];
+
+    /// The name the model calls it by.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RuntimeTool::ShareFile => "share-file",
+            RuntimeTool::FetchPeerFile => "fetch-peer-file",
+            RuntimeTool::DelegateTask => "delegate-task",
+            RuntimeTool::SubmitPlan => "submit-plan",
+            RuntimeTool::PullArtifact => "pull-artifact",
+            RuntimeTool::RemoveArtifact => "remove-artifact",
+        }
+    }
+
+    /// The runtime tool called `name`, if it is one.
+    pub fn parse(name: &str) -> Option<RuntimeTool> {
+        RuntimeTool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// True when `grants` hold the declaration this tool needs.
+    pub fn granted(self, grants: &Grants) -> bool {
+        match self {
+            RuntimeTool::ShareFile => grants.peer_files_export,
+            RuntimeTool::FetchPeerFile => !grants.peer_fetch_allow.is_empty(),
+            RuntimeTool::DelegateTask => !grants.spawn_allow.is_empty(),
+            RuntimeTool::SubmitPlan => grants.plan_submit,
+            RuntimeTool::PullArtifact | RuntimeTool::RemoveArtifact => grants.install,
+        }
+    }
+
+    /// The refusal of a call without the grant: it names the declaration that is missing.
+    /// `input` gives the artifact a pull or removal asked for.
+    pub fn refusal(self, input: &Value) -> String {
+        let artifact = input.get("artifact").and_then(Value::as_str).unwrap_or("");
+        let needs = |declaration: &str| {
+            format!(
+                "'{}' needs {declaration} in murmur.yaml; this capsule declares none",
+                self.name()
+            )
+        };
+        match self {
+            RuntimeTool::ShareFile => needs("an exports.peer_files block"),
+            RuntimeTool::FetchPeerFile => needs("a capabilities.peer_fetch.allow list"),
+            RuntimeTool::DelegateTask => needs("a capabilities.spawn.allow list"),
+            RuntimeTool::SubmitPlan => needs("a capabilities.plan.submit: true declaration"),
+            RuntimeTool::PullArtifact => {
+                // A pattern lists what may be pulled; it pulls nothing.
+                let verb = if artifact.ends_with('*') {
+                    "listing"
+                } else {
+                    "pulling"
+                };
+                format!(
+                    "not-granted: this capsule declares no capabilities.install, so {verb} '{artifact}' is refused"
+                )
+            }
+            RuntimeTool::RemoveArtifact => format!(
+                "not-granted: this capsule declares no capabilities.install, so removing '{artifact}' is refused"
+            ),
+        }
+    }
+
+    /// False for the tools that change the session's inventory: they run only as a direct
+    /// call of the model's turn, never as a plan step.
+    pub fn plan_may_call(self) -> bool {
+        !matches!(
+            self,
+            RuntimeTool::PullArtifact | RuntimeTool::RemoveArtifact
+        )
+    }
+}
+
+/// The reserved names of [`RuntimeTool`]s.
 pub const RUNTIME_TOOLS: [&str; 6] = [
-    "share-file",
-    "fetch-peer-file",
-    "delegate-task",
-    "submit-plan",
-    "pull-artifact",
-    "remove-artifact",
+    RuntimeTool::ShareFile.name(),
+    RuntimeTool::FetchPeerFile.name(),
+    RuntimeTool::DelegateTask.name(),
+    RuntimeTool::SubmitPlan.name(),
+    RuntimeTool::PullArtifact.name(),
+    RuntimeTool::RemoveArtifact.name(),
 ];
 
 /// Who put a tool in the session, which decides how it is labelled and trusted.
@@ -29,8 +130,8 @@ pub enum ToolOrigin {
     Provided,
     /// Declared in murmur.yaml by the operator.
     Operator,
-    /// Pulled by the capsule while it ran: untrusted.
-    Runtime,
+    /// Pulled by the capsule while it ran (`pull-artifact`): untrusted.
+    Pulled,
 }
 
 /// How a held tool is executed.
@@ -53,7 +154,7 @@ pub enum ToolKind {
         /// The staged `skill.md`.
         path: PathBuf,
     },
-    /// A tool the runtime answers itself (one of [`RUNTIME_TOOLS`]).
+    /// A tool the runtime answers itself (a [`RuntimeTool`]), or an edge executor answers for it.
     Runtime,
 }
 
@@ -82,7 +183,7 @@ pub const RUNTIME_ORIGIN_MARKER: &str = "[origin: runtime, trust: untrusted]";
 impl ToolDecl {
     /// The entry of the tool array the model is sent.
     pub fn spec(&self) -> ToolSpec {
-        let description = if self.origin == ToolOrigin::Runtime {
+        let description = if self.origin == ToolOrigin::Pulled {
             format!("{RUNTIME_ORIGIN_MARKER} {}", self.description.trim())
         } else {
             self.description.trim().to_string()
@@ -92,11 +193,6 @@ impl ToolDecl {
             description: (!description.is_empty()).then_some(description),
             parameters: self.input_schema.clone(),
         }
-    }
-
-    /// True for skills (traced as `skill_call`, not counted as tool calls).
-    pub fn is_skill(&self) -> bool {
-        matches!(self.kind, ToolKind::Skill { .. })
     }
 }
 
@@ -120,11 +216,6 @@ pub struct ExecRequest {
 
 /// Appends trace lines to the calling session's trace.
 pub type TraceSink = Arc<dyn Fn(crate::trace::TraceEvent) + Send + Sync>;
-
-/// A sink that drops every line (for calls made outside a session).
-pub fn no_trace() -> TraceSink {
-    Arc::new(|_| {})
-}
 
 /// Whether the tool reported success.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mur_actors::tool::{ToolDecl, ToolKind, ToolOrigin};
+use mur_actors::tool::{RuntimeTool, ToolDecl, ToolKind, ToolOrigin};
 use serde_json::{json, Value};
 
 use super::payload::{PackedManifest, Payload};
@@ -48,7 +48,7 @@ pub fn pull_tool_decl(install: &InstallCap) -> ToolDecl {
         pattern_list(&install.tool),
         from_words(install)
     );
-    provided("pull-artifact", description)
+    provided(RuntimeTool::PullArtifact.name(), description)
 }
 
 /// The `remove-artifact` tool.
@@ -58,7 +58,7 @@ pub fn remove_tool_decl(install: &InstallCap) -> ToolDecl {
         pattern_list(&install.skill),
         pattern_list(&install.tool),
     );
-    provided("remove-artifact", description)
+    provided(RuntimeTool::RemoveArtifact.name(), description)
 }
 
 fn provided(name: &str, description: String) -> ToolDecl {

@@ -316,7 +316,7 @@ impl PullService {
         };
         let tool_origin = match origin {
             Origin::Operator => ToolOrigin::Operator,
-            Origin::Runtime => ToolOrigin::Runtime,
+            Origin::Runtime => ToolOrigin::Pulled,
         };
         let Some(tool) = tool_decl_for(&name, &fetched.payload, &dir, tool_origin, self.deadline)
         else {

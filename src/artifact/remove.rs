@@ -6,6 +6,7 @@
 //! is deleted first (a failure there changes nothing), then the staged `tools/<tool>/` folder.
 
 use mur_actors::registry::{ArtifactRequest, Removed};
+use mur_actors::tool::RuntimeTool;
 use serde_json::json;
 
 use super::lock::{read_lock, update_lock, LockUpdateError, Origin};
@@ -14,11 +15,9 @@ use crate::manifest::{ArtifactName, ArtifactRuntime};
 
 impl PullService {
     pub(super) fn remove_one(&self, request: &ArtifactRequest) -> Result<Removed, String> {
-        let text = artifact_arg("remove-artifact", &request.input)?;
+        let text = artifact_arg(RuntimeTool::RemoveArtifact.name(), &request.input)?;
         if self.install.is_none() {
-            return Err(format!(
-                "not-granted: this capsule declares no capabilities.install, so removing '{text}' is refused"
-            ));
+            return Err(RuntimeTool::RemoveArtifact.refusal(&request.input));
         }
         let session = &request.session_id;
         let lock = read_lock(&self.project_dir)

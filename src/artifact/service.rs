@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mur_actors::registry::{ArtifactRequest, ArtifactSource, PullOutcome, Removed};
+use mur_actors::tool::RuntimeTool;
 use serde_json::Value;
 
 use super::config::{murmur_home, SourcesConfig};
@@ -158,16 +159,9 @@ pub(super) fn artifact_arg(tool: &str, input: &Value) -> Result<String, String> 
 #[async_trait]
 impl ArtifactSource for PullService {
     async fn pull(&self, request: ArtifactRequest) -> Result<PullOutcome, String> {
-        let text = artifact_arg("pull-artifact", &request.input)?;
+        let text = artifact_arg(RuntimeTool::PullArtifact.name(), &request.input)?;
         let Some(install) = &self.install else {
-            let verb = if text.ends_with('*') {
-                "listing"
-            } else {
-                "pulling"
-            };
-            return Err(format!(
-                "not-granted: this capsule declares no capabilities.install, so {verb} '{text}' is refused"
-            ));
+            return Err(RuntimeTool::PullArtifact.refusal(&request.input));
         };
         if text.ends_with('*') {
             return self.list(install, &text).await.map(PullOutcome::Listing);

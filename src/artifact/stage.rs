@@ -261,7 +261,7 @@ fn resolve_declared(loaded: &LoadedManifest) -> Result<Vec<Resolved<'_>>, Diagno
             ));
         }
         let origin = match pin.map(|p| p.origin) {
-            Some(Origin::Runtime) => ToolOrigin::Runtime,
+            Some(Origin::Runtime) => ToolOrigin::Pulled,
             _ => ToolOrigin::Operator,
         };
         resolved.push((a, payload, origin));

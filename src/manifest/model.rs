@@ -84,18 +84,24 @@ impl Manifest {
             .inference
             .as_ref()
             .is_none_or(|i| i.transport == Transport::Http);
-        mur_actors::tool::RUNTIME_TOOLS
+        use mur_actors::tool::RuntimeTool;
+        RuntimeTool::ALL
             .into_iter()
-            .filter(|tool| match *tool {
-                "share-file" => self
+            .filter(|tool| match tool {
+                RuntimeTool::ShareFile => self
                     .exports
                     .as_ref()
                     .is_some_and(|e| e.peer_files.is_some()),
-                "fetch-peer-file" => caps.peer_fetch.is_some(),
-                "delegate-task" => caps.spawn.as_ref().is_some_and(|s| !s.allow.is_empty()),
-                "submit-plan" => caps.plan_submit(),
-                _ => caps.install.is_some() && http,
+                RuntimeTool::FetchPeerFile => caps.peer_fetch.is_some(),
+                RuntimeTool::DelegateTask => {
+                    caps.spawn.as_ref().is_some_and(|s| !s.allow.is_empty())
+                }
+                RuntimeTool::SubmitPlan => caps.plan_submit(),
+                RuntimeTool::PullArtifact | RuntimeTool::RemoveArtifact => {
+                    caps.install.is_some() && http
+                }
             })
+            .map(RuntimeTool::name)
             .collect()
     }
 

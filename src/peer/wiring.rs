@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use mur_actors::tool::ToolExecutor;
+use mur_actors::tool::{RuntimeTool, ToolExecutor};
 
 use super::fetch::FetchPeerFile;
 use super::handle::Key;
@@ -37,11 +37,14 @@ pub fn peer_executors(
             key: Key::random()?,
             trace: Mutex::new(None),
         };
-        out.insert("share-file".into(), Arc::new(ShareFile::new(export)));
+        out.insert(
+            RuntimeTool::ShareFile.name().into(),
+            Arc::new(ShareFile::new(export)),
+        );
     }
     if let Some(pf) = m.capabilities.peer_fetch.as_ref() {
         out.insert(
-            "fetch-peer-file".into(),
+            RuntimeTool::FetchPeerFile.name().into(),
             Arc::new(FetchPeerFile {
                 session_id: session_id.to_string(),
                 name: m.name.clone(),

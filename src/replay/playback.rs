@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use mur_actors::continuation::ToolPlayback;
-use mur_actors::dispatcher::{CallKind, CallRequest, CallResult, Dispatched};
+use mur_actors::protocol::{CallKind, CallRequest, CallResult, Dispatched};
 use mur_actors::tool::{ExecStatus, ShellFacts};
 
 use super::recording::Recording;

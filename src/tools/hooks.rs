@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mur_actors::dispatcher::{CallGate, CallRequest, Denied};
+use mur_actors::gate::CallGate;
+use mur_actors::protocol::{CallRequest, Denied};
 use serde_json::{json, Value};
 
 use super::process::{answer_json, NoAnswer};

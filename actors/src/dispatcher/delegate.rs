@@ -1,6 +1,18 @@
 //! `delegate-task`: validating the call and asking the Supervisor for a child.
 
-use super::*;
+use ractor::ActorRef;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::delegation::{ChildRequest, DelegationOutcome, StartedChild};
+use crate::fence;
+use crate::ids;
+use crate::protocol::{CallResult, Effect};
+use crate::provided::bare;
+use crate::session::SessionMsg;
+use crate::spec::{Grants, SessionPaths};
+use crate::supervisor::SupervisorMsg;
+use crate::tool::ExecStatus;
 
 /// What a delegation needs to know about the delegating session.
 #[derive(Clone)]

@@ -15,86 +15,34 @@
 //! children, skipping their `post_stop`), and its state, the running call's [`OwnedTask`]
 //! included, is dropped then, which aborts the call.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 mod delegate;
-mod gate;
+mod plan_steps;
 mod table;
 
 use delegate::delegate;
 pub use delegate::DelegateCtx;
-pub use gate::{CallGate, Denied};
 pub use table::{missing_required, Route, ToolTable};
 
-use crate::delegation::{ChildRequest, DelegationOutcome, StartedChild};
 use crate::fence;
-use crate::ids;
+use crate::gate::CallGate;
 use crate::plan::{run_plan, PlanContext};
-use crate::plan_steps::PlanSteps;
+use crate::protocol::{CallKind, CallRequest, CallResult, Dispatched, Effect, ToolsChange};
 use crate::provided::bare;
-use crate::registry::{ArtifactRequest, ArtifactSource, PullOutcome, Pulled, RegistryMsg};
+use crate::registry::{ArtifactRequest, ArtifactSource, PullOutcome, RegistryMsg};
 use crate::session::SessionMsg;
 use crate::spec::{Grants, SessionPaths};
 use crate::supervisor::SupervisorMsg;
 use crate::task::OwnedTask;
-use crate::tool::{
-    ExecRequest, ExecStatus, Executors, ShellFacts, ToolDecl, ToolExecutor, ToolKind, ToolOrigin,
-    RUNTIME_TOOLS,
-};
-use crate::trace::TraceWriter;
-
-/// One call the Session wants run.
-#[derive(Clone, Debug)]
-pub struct CallRequest {
-    /// Position of the call in its turn (0-based).
-    pub seq: usize,
-    /// The turn the call belongs to.
-    pub turn: u32,
-    /// The provider's call id.
-    pub id: String,
-    /// The tool name the model used.
-    pub name: String,
-    /// The model's input.
-    pub input: Value,
-    /// The trace event the call hangs off (its turn's `inference` line).
-    pub parent_event: String,
-}
-
-/// Which trace line a call produces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CallKind {
-    /// `tool_call` (then `shell` when the call ran a command).
-    Tool,
-    /// `skill_call`.
-    Skill,
-}
-
-/// What happened to a call.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CallResult {
-    /// The tool ran; `text` is what the model reads (fenced, note after the fence).
-    Ran {
-        /// Passed or failed.
-        status: ExecStatus,
-        /// Model-facing text.
-        text: String,
-        /// Bytes of the unfenced result.
-        output_bytes: u64,
-        /// Present for shell commands.
-        shell: Option<ShellFacts>,
-    },
-    /// The runtime refused or could not run the call; `text` is its own words, unfenced.
-    Refused {
-        /// The refusal sentence.
-        text: String,
-    },
-}
+use crate::tool::{ExecRequest, ExecStatus, Executors, RuntimeTool, ToolDecl, ToolOrigin};
+use crate::trace::TraceLog;
+use plan_steps::PlanSteps;
 
 /// What the Dispatcher is running. Calls run one at a time, so this is the whole story of its
 /// life: `CancelAll` is a `match` on it.
@@ -114,65 +62,6 @@ enum Running {
         /// Set to true to cancel the plan.
         cancel: watch::Sender<bool>,
     },
-}
-
-/// Something a call changed in the session beyond its result text, for the Session to record.
-#[derive(Clone, Debug)]
-pub enum Effect {
-    /// `delegate-task` started a child.
-    DelegationStarted {
-        /// The child.
-        started: StartedChild,
-        /// Full capsule name.
-        capsule: String,
-        /// Version.
-        version: String,
-    },
-    /// A policy hook refused the call; nothing ran.
-    CallDenied(Denied),
-    /// A pull or removal changed the inventory.
-    ToolsChanged(Box<ToolsChange>),
-    /// `delegate-task` was refused; nothing started.
-    DelegationRefused {
-        /// Full capsule name (or what the model asked for).
-        capsule: String,
-        /// Version asked for.
-        version: String,
-        /// The refusal sentence.
-        reason: String,
-    },
-}
-
-/// The Dispatcher's answer to one [`CallRequest`].
-#[derive(Clone, Debug)]
-pub struct Dispatched {
-    /// The request it answers.
-    pub request: CallRequest,
-    /// Which trace line it produces.
-    pub kind: CallKind,
-    /// The outcome.
-    pub result: CallResult,
-    /// Wall time of the call.
-    pub duration_ms: u64,
-    /// What else the call changed.
-    pub effect: Option<Effect>,
-}
-
-impl Dispatched {
-    /// The text the model reads.
-    pub fn text(&self) -> &str {
-        match &self.result {
-            CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
-        }
-    }
-
-    /// True when the model sees `is_error: true`.
-    pub fn is_error(&self) -> bool {
-        match &self.result {
-            CallResult::Ran { status, .. } => *status != ExecStatus::Passed,
-            CallResult::Refused { .. } => true,
-        }
-    }
 }
 
 /// Messages the [`Dispatcher`] takes.
@@ -205,7 +94,7 @@ pub struct DispatcherArgs {
     /// The process Supervisor, which starts children; `None` refuses delegations.
     pub supervisor: Option<ActorRef<SupervisorMsg>>,
     /// The session's trace writer (plan and plan-delegation lines).
-    pub trace: TraceWriter,
+    pub trace: TraceLog,
     /// The session's `session_start` event id.
     pub session_event: String,
     /// `lifecycle.delegation_deadline_secs`, for plan capsule steps that wait.
@@ -233,7 +122,7 @@ pub struct DispatcherState {
     gate: Option<Arc<dyn CallGate>>,
     table: Arc<ToolTable>,
     delegation: DelegateCtx,
-    trace: TraceWriter,
+    trace: TraceLog,
     session_event: String,
     session: ActorRef<SessionMsg>,
     running: Running,
@@ -297,7 +186,7 @@ impl DispatcherState {
                     );
                 }
                 return match name {
-                    "delegate-task" => {
+                    RuntimeTool::DelegateTask => {
                         let ctx = self.delegation.clone();
                         Work::now(
                             async move {
@@ -313,12 +202,14 @@ impl DispatcherState {
                             .boxed(),
                         )
                     }
-                    "submit-plan" => self.plan(request, started),
-                    "pull-artifact" | "remove-artifact" => {
+                    RuntimeTool::SubmitPlan => self.plan(request, started),
+                    RuntimeTool::PullArtifact | RuntimeTool::RemoveArtifact => {
                         Work::now(self.artifact(name, request, started))
                     }
-                    _ => {
-                        let text = format!("'{name}' is granted by this capsule's manifest, but this build of mur does not run it yet");
+                    // Answered by an edge executor when the embedder provides one (see
+                    // `ToolTable::route`); without one there is nothing to run.
+                    RuntimeTool::ShareFile | RuntimeTool::FetchPeerFile => {
+                        let text = format!("'{}' is granted by this capsule's manifest, but this build of mur does not run it yet", name.name());
                         Work::now(
                             futures::future::ready(refused(CallKind::Tool, text, request)).boxed(),
                         )
@@ -348,7 +239,7 @@ impl DispatcherState {
                             _ => format!("tool:{}", tool.name),
                         };
                         // Operator skills are trusted guidance; everything else is fenced.
-                        let fenced = kind != CallKind::Skill || tool.origin == ToolOrigin::Runtime;
+                        let fenced = kind != CallKind::Skill || tool.origin == ToolOrigin::Pulled;
                         let text = if fenced {
                             fence::fence_with_note(&source, &out.text, out.note.as_deref())
                         } else {
@@ -380,11 +271,12 @@ impl DispatcherState {
     /// from the next call) and the Session's tool array from the next turn.
     fn artifact(
         &mut self,
-        name: &'static str,
+        tool: RuntimeTool,
         request: CallRequest,
         started: Instant,
     ) -> futures::future::BoxFuture<'static, Dispatched> {
         use futures::FutureExt;
+        let name = tool.name();
         let (Some(registry), Some(service), Some(me)) = (
             self.registry.clone(),
             self.artifacts.clone(),
@@ -407,7 +299,7 @@ impl DispatcherState {
         };
         async move {
             let source = format!("tool:{name}");
-            let (result, effect) = if name == "pull-artifact" {
+            let (result, effect) = if tool == RuntimeTool::PullArtifact {
                 let answer = ractor::call!(registry, |reply| RegistryMsg::Pull {
                     service,
                     request: asked,
@@ -544,15 +436,6 @@ fn ran(source: &str, data: &Value, note: Option<&str>) -> CallResult {
         text: fence::fence_with_note(source, &text, note),
         shell: None,
     }
-}
-
-/// What a pull or removal changed in the session's inventory.
-#[derive(Clone, Debug)]
-pub struct ToolsChange {
-    /// The pulled artifact (its tool joins the inventory).
-    pub pulled: Option<Pulled>,
-    /// The tool name that leaves the inventory.
-    pub removed: Option<String>,
 }
 
 #[ractor::async_trait]

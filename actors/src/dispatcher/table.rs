@@ -1,6 +1,14 @@
 //! The routing table: where a call goes, in precedence order, and what answers it.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::protocol::CallKind;
+use crate::spec::{Grants, SessionPaths};
+use crate::tool::{Executors, RuntimeTool, ToolDecl, ToolExecutor, ToolKind, ToolOrigin};
+use crate::trace::TraceLog;
 
 /// What a call can be routed to: the held tools, the grants and the executors. Shared with a
 /// running plan, whose steps route through the same table.
@@ -17,8 +25,8 @@ pub struct ToolTable {
 /// Where a call goes.
 #[derive(Clone)]
 pub enum Route {
-    /// A runtime-provided tool.
-    Runtime(&'static str),
+    /// A runtime-provided tool the runtime answers itself.
+    Runtime(RuntimeTool),
     /// An executor runs it.
     Exec(Arc<ToolDecl>, CallKind),
     /// Refused with this sentence.
@@ -38,7 +46,7 @@ impl ToolTable {
 
     /// Decide where `name` goes, in precedence order.
     pub fn route(&self, name: &str) -> Route {
-        if let Some(rt) = RUNTIME_TOOLS.iter().find(|t| **t == name) {
+        if let Some(rt) = RuntimeTool::parse(name) {
             // Held (so granted) and answered by an edge executor: run it like any tool.
             if let Some(t) = self.tools.get(name) {
                 if self.executors.runtime.contains_key(name) {
@@ -89,34 +97,8 @@ impl ToolTable {
     }
 
     /// The answer of a runtime-provided tool whose grant is absent, or `None` when granted.
-    pub fn runtime_refusal(&self, tool: &str, input: &Value) -> Option<String> {
-        let artifact = input
-            .get("artifact")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let missing = match tool {
-            "share-file" if !self.grants.peer_files_export => {
-                "'share-file' needs an exports.peer_files block in murmur.yaml; this capsule declares none".to_string()
-            }
-            "fetch-peer-file" if self.grants.peer_fetch_allow.is_empty() => {
-                "'fetch-peer-file' needs a capabilities.peer_fetch.allow list in murmur.yaml; this capsule declares none".to_string()
-            }
-            "delegate-task" if self.grants.spawn_allow.is_empty() => {
-                "'delegate-task' needs a capabilities.spawn.allow list in murmur.yaml; this capsule declares none".to_string()
-            }
-            "submit-plan" if !self.grants.plan_submit => {
-                "'submit-plan' needs a capabilities.plan.submit: true declaration in murmur.yaml; this capsule declares none".to_string()
-            }
-            "pull-artifact" if !self.grants.install => format!(
-                "not-granted: this capsule declares no capabilities.install, so pulling '{artifact}' is refused"
-            ),
-            "remove-artifact" if !self.grants.install => format!(
-                "not-granted: this capsule declares no capabilities.install, so removing '{artifact}' is refused"
-            ),
-            _ => return None,
-        };
-        Some(missing)
+    pub fn runtime_refusal(&self, tool: RuntimeTool, input: &Value) -> Option<String> {
+        (!tool.granted(&self.grants)).then(|| tool.refusal(input))
     }
 
     /// The executor for a tool.
@@ -135,7 +117,7 @@ impl ToolTable {
     }
 
     /// A trace sink for calls whose lines hang off `parent`.
-    pub fn sink(trace: &TraceWriter, parent: &str) -> crate::tool::TraceSink {
+    pub fn sink(trace: &TraceLog, parent: &str) -> crate::tool::TraceSink {
         let trace = trace.clone();
         let parent = parent.to_string();
         Arc::new(move |mut e: crate::trace::TraceEvent| {
@@ -281,7 +263,7 @@ mod tests {
 
     fn route(table: &ToolTable, name: &str) -> String {
         match table.route(name) {
-            Route::Runtime(n) => format!("runtime {n}"),
+            Route::Runtime(n) => format!("runtime {}", n.name()),
             Route::Exec(t, kind) => format!(
                 "{} {} ({})",
                 match (kind, &t.kind) {
@@ -376,13 +358,15 @@ mod tests {
             ("pull-artifact", "not-granted: this capsule declares no capabilities.install, so pulling 'murmur/tool-edit' is refused"),
             ("remove-artifact", "not-granted: this capsule declares no capabilities.install, so removing 'murmur/tool-edit' is refused"),
         ];
+        assert_eq!(want.len(), RuntimeTool::ALL.len(), "every runtime tool");
         for (tool, sentence) in want {
+            let tool = RuntimeTool::parse(tool).unwrap();
             assert_eq!(
                 f.table.runtime_refusal(tool, &input).as_deref(),
                 Some(sentence)
             );
         }
-        assert_eq!(f.table.runtime_refusal("ls", &input), None);
+        assert_eq!(RuntimeTool::parse("ls"), None);
         // With every grant, none is refused.
         let f = fixture(Grants {
             peer_files_export: true,
@@ -392,8 +376,8 @@ mod tests {
             install: true,
             ..Grants::default()
         });
-        for (tool, _) in want {
-            assert_eq!(f.table.runtime_refusal(tool, &input), None, "{tool}");
+        for tool in RuntimeTool::ALL {
+            assert_eq!(f.table.runtime_refusal(tool, &input), None, "{tool:?}");
         }
     }
 

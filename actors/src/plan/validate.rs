@@ -10,6 +10,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::tool::RuntimeTool;
+
 use super::condition;
 use super::model::{PlanDef, StepDef, StepKind};
 use super::refs;
@@ -23,14 +25,10 @@ pub const BLOCKED: &str = "plan is blocked by a dependency cycle or missing depe
 /// The most retries one step may ask for (the HTTP drivers' `max_retries` bound, too).
 pub const MAX_STEP_RETRIES: u32 = 20;
 
-/// Tools a plan step may never call: they change the session itself and run only as a direct
-/// call of the model's turn.
-const NOT_IN_PLAN: [&str; 4] = [
-    "switch-driver",
-    "end-without-answer",
-    "pull-artifact",
-    "remove-artifact",
-];
+/// Upstream's session-changing tools this runtime does not offer: refused in a plan by name
+/// all the same, as upstream refuses them. The runtime tools say so themselves
+/// ([`RuntimeTool::plan_may_call`]).
+const UPSTREAM_NOT_IN_PLAN: [&str; 2] = ["switch-driver", "end-without-answer"];
 
 /// A refused plan: the step to blame and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,10 +95,11 @@ fn check_target(step: &StepDef, ctx: &PlanContext) -> Result<(), String> {
     match step.kind()? {
         StepKind::Tool => {
             let tool = step.tool.as_deref().unwrap_or_default();
-            if tool == "submit-plan" {
+            let runtime = RuntimeTool::parse(tool);
+            if runtime == Some(RuntimeTool::SubmitPlan) {
                 return Err("a plan step cannot submit another plan: 'submit-plan' is not callable from inside a plan".into());
             }
-            if NOT_IN_PLAN.contains(&tool) {
+            if UPSTREAM_NOT_IN_PLAN.contains(&tool) || runtime.is_some_and(|t| !t.plan_may_call()) {
                 return Err(format!("'{tool}' is not callable from inside a plan"));
             }
             if !ctx.tools.iter().any(|t| t == tool) {

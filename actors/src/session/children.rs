@@ -1,25 +1,33 @@
 //! A session's delegations as it sees them: outcomes shown to the model before its next call,
 //! the single continuation after the model ended its turn, children ended with the task.
 
-use super::*;
+use ractor::ActorRef;
+
+use super::{ExitStatus, Life, SessionMsg, SessionState};
+use crate::delegation::{outcome_text, DelegationOutcome, OutcomeStatus};
+use crate::trace::events::{self, DelegationEnd};
+use crate::trace::TraceEvent;
 
 impl SessionState {
     /// Write the terminal `delegation` line of one outcome.
     pub(super) fn delegation_line(&self, o: &DelegationOutcome, reason: Option<&str>) {
-        self.emit(
-            TraceEvent::new("delegation", Some(&self.session_event))
-                .with("capsule", &o.capsule)
-                .with("version", &o.version)
-                .with("delegation_id", &o.delegation_id)
-                .with("child_session_id", &o.child_session_id)
-                .with("duration_ms", o.duration_ms)
-                .with("outcome", o.status.as_str())
-                .with("reason", reason.or(o.detail.as_deref()))
-                .with(
-                    "usage",
-                    json!({"input_tokens": o.totals.input_tokens, "output_tokens": o.totals.output_tokens, "turns": o.totals.turns}),
-                ),
-        );
+        self.emit(events::delegation(
+            &self.session_event,
+            &DelegationEnd {
+                capsule: &o.capsule,
+                version: &o.version,
+                delegation_id: Some(&o.delegation_id),
+                child_session_id: Some(&o.child_session_id),
+                duration_ms: o.duration_ms,
+                outcome: o.status.as_str(),
+                reason: reason.or(o.detail.as_deref()),
+                usage: Some((
+                    o.totals.input_tokens,
+                    o.totals.output_tokens,
+                    o.totals.turns,
+                )),
+            },
+        ));
     }
 
     /// Show settled outcomes to the model: one user message, before the next model call.

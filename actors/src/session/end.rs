@@ -1,7 +1,13 @@
 //! How a session's task ends: the result file, `task_end` and `session_end`, the durability
 //! sync, the report, and draining children that are still winding down.
 
-use super::*;
+use ractor::ActorRef;
+
+use super::{ExitStatus, Life, SessionMsg, SessionReport, SessionState};
+use crate::dispatcher::DispatcherMsg;
+use crate::file_lane::{self, Lane};
+use crate::trace::events;
+use crate::trace::{Durability, TraceEvent};
 
 impl SessionState {
     /// Queue the end of the task; the actual finish runs in the handler (it awaits fsync).
@@ -17,13 +23,13 @@ impl SessionState {
     }
 
     pub(super) fn fail(&mut self, myself: &ActorRef<SessionMsg>, cause: &str, reason: &str) {
-        self.emit(
-            TraceEvent::new("task_failed", Some(&self.task_event))
-                .with("task_id", &self.task_id)
-                .with("turn", self.turn)
-                .with("cause", cause)
-                .with("reason", truncate(reason, 2000)),
-        );
+        self.emit(events::task_failed(
+            &self.task_event,
+            &self.task_id,
+            self.turn,
+            cause,
+            reason,
+        ));
         self.finish_later(myself, ExitStatus::Failed, format!("error: {reason}"));
     }
 

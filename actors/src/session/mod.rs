@@ -4,7 +4,7 @@
 //! does blocks its mailbox for long: the model call runs in a spawned task whose reply comes back
 //! as [`SessionMsg::InferDone`], tool calls go to the [`Dispatcher`] and come back as
 //! [`SessionMsg::ToolDone`], so a `Cancel` (Ctrl-C) or a status query is handled while either is
-//! in flight. Every step is written to the session's [`TraceWriter`] as it happens; at the end
+//! in flight. Every step is written to the session's [`TraceLog`] as it happens; at the end
 //! the root syncs the filesystem once (see [`crate::trace`]), and `session_end` totals are the
 //! line counts.
 
@@ -21,26 +21,24 @@ use std::time::Instant;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::{json, Value};
 
-use crate::delegation::{outcome_text, ChildTable, DelegationOutcome, OutcomeStatus};
-use crate::dispatcher::{
-    CallKind, CallRequest, CallResult, Dispatched, Dispatcher, DispatcherArgs, DispatcherMsg,
-    Effect,
-};
+use crate::delegation::{ChildTable, DelegationOutcome, OutcomeStatus};
+use crate::dispatcher::{Dispatcher, DispatcherArgs, DispatcherMsg};
 use crate::durable::{self, RecordSync, SessionRecords};
 use crate::file_lane::{self, Lane};
 use crate::ids;
 use crate::model::{
-    ContentBlock, History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink,
-    StopReason, ToolSpec,
+    History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink, ToolSpec,
 };
 use crate::prompt;
+use crate::protocol::{CallRequest, Dispatched};
 use crate::spec::{Capture, SessionSpec};
 use crate::staging;
 use crate::supervisor::SupervisorMsg;
 use crate::task::OwnedTask;
-use crate::text::{estimate_tokens, sha256_hex, truncate};
-use crate::tool::ExecStatus;
-use crate::trace::{Durability, TraceEvent, TraceWriter};
+use crate::text::{sha256_hex, truncate};
+use crate::trace::events;
+use crate::trace::{TraceEvent, TraceLog};
+use crate::trace_writer::{TraceWriterMsg, TraceWriterSlot};
 
 /// How a session ended (`task_end.exit_status`, `session_end.exit_status`, `status:` of `mur run`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +150,13 @@ pub enum SessionMsg {
     },
     /// The driver panicked: the session crashes (its parent sees `crashed`).
     Crash(String),
+    /// The session's trace cannot be written (sent by the
+    /// [`TraceWriter`](crate::trace_writer::TraceWriter)): the task ends `failed`, since nothing
+    /// it does from now on would be recorded.
+    TraceFailed {
+        /// `trace write failed: <path>: <error>`.
+        error: String,
+    },
     /// A tool call waits for a dispatcher this session has not started yet.
     StartDispatcher,
     /// The task ended and the children it canceled have reported, or did not in time: report
@@ -183,6 +188,8 @@ pub struct SessionArgs {
     /// The tree's record flushes: the session hands its records to it when it ends, and the
     /// root waits for the whole tree's.
     pub records: RecordSync,
+    /// Where a failure to write this session's trace is reported.
+    pub trace_writer: TraceWriterSlot,
 }
 
 /// The session actor.
@@ -249,7 +256,7 @@ impl Life {
 /// The session's state.
 pub struct SessionState {
     spec: SessionSpec,
-    trace: TraceWriter,
+    trace: TraceLog,
     /// Where the session is in its life.
     life: Life,
     /// Started with the session when it holds tools, else at its first tool call.
@@ -387,7 +394,7 @@ impl SessionState {
 async fn spawn_dispatcher(
     session: &ActorRef<SessionMsg>,
     spec: &SessionSpec,
-    trace: &TraceWriter,
+    trace: &TraceLog,
     session_event: &str,
     supervisor: Option<ActorRef<SupervisorMsg>>,
     registry: Option<ActorRef<crate::registry::RegistryMsg>>,
@@ -476,7 +483,7 @@ impl Actor for Session {
             )
         });
         let paths = &spec.paths;
-        let trace = TraceWriter::new(
+        let trace = TraceLog::new(
             paths.records_dir.join("trace.jsonl"),
             spec.session_id.clone(),
         );
@@ -541,6 +548,14 @@ impl Actor for Session {
                 "delegation_id",
                 spec.spawned_by.as_ref().map(|s| &s.delegation_id),
             );
+        let (slot, me, id) = (args.trace_writer, myself.clone(), spec.session_id.clone());
+        trace.on_failure(move |error| {
+            slot.report(TraceWriterMsg::WriteFailed {
+                session_id: id,
+                owner: Some(me),
+                error,
+            })
+        });
         let session_event = start.event_id.clone();
         log_event(&spec.session_id, &start);
         trace.append(start);
@@ -701,19 +716,25 @@ impl Actor for Session {
                     return Ok(());
                 }
                 let reason = format!("the session crashed: {text}");
-                state.emit(
-                    TraceEvent::new("task_failed", Some(&state.task_event))
-                        .with("task_id", &state.task_id)
-                        .with("turn", state.turn)
-                        .with("cause", "runtime_error")
-                        .with("reason", truncate(&reason, 2000)),
-                );
+                state.emit(events::task_failed(
+                    &state.task_event,
+                    &state.task_id,
+                    state.turn,
+                    "runtime_error",
+                    &reason,
+                ));
                 let _ = state
                     .close(ExitStatus::Failed, format!("error: {reason}"))
                     .await;
                 // No report: whoever supervises this session learns of the crash from ractor.
                 state.report_to = None;
                 return Err(reason.into());
+            }
+            SessionMsg::TraceFailed { error } => {
+                if !state.life.is_over() {
+                    // Its own line is lost with the others; the report carries the error.
+                    state.fail(&myself, "runtime_error", &error);
+                }
             }
             SessionMsg::Begin => state.begin(&myself).await,
             SessionMsg::InferDone { turn, result } => {

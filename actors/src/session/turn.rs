@@ -1,7 +1,27 @@
 //! The turn loop of a [`Session`](super::Session): one model call, its tool calls one at a
 //! time, the next model call; the tool array refreshed when a pull or removal changed it.
 
-use super::*;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::ActorRef;
+use serde_json::Value;
+
+use super::{
+    cache_key, max_turns_text, ExitStatus, Life, SessionMsg, SessionRetrySink, SessionState,
+};
+use crate::dispatcher::DispatcherMsg;
+use crate::model::{
+    ContentBlock, InferError, InferReply, InferRequest, Message, StopReason, ToolSpec,
+};
+use crate::protocol::{CallKind, CallRequest, CallResult, Dispatched, Effect, ToolsChange};
+use crate::spec::Capture;
+use crate::task::OwnedTask;
+use crate::text::{estimate_tokens, sha256_hex, truncate};
+use crate::tool::ExecStatus;
+use crate::trace::events::{self, DelegationEnd, DelegationStart};
+use crate::trace::TraceEvent;
 
 impl SessionState {
     /// `Begin`: stage the files while the first model call (sent from `pre_start`) is in
@@ -223,7 +243,7 @@ impl SessionState {
 
     /// A pull or removal changed the inventory: record it, and offer the new tool array from
     /// the next model call (with a `tools_refreshed` line before it).
-    pub(super) fn tools_changed(&mut self, change: crate::dispatcher::ToolsChange) {
+    pub(super) fn tools_changed(&mut self, change: ToolsChange) {
         if let Some(p) = change.pulled {
             self.emit(
                 TraceEvent::new("artifact_pulled", Some(&self.session_event))
@@ -441,18 +461,17 @@ impl SessionState {
                 capsule,
                 version,
             }) => {
-                self.emit(
-                    TraceEvent::new("delegation_start", Some(&self.session_event))
-                        .with("delegation_id", &started.delegation_id)
-                        .with("capsule", &capsule)
-                        .with("version", &version)
-                        .with("child_session_id", &started.session_id)
-                        .with("child_workdir", started.workdir.display().to_string())
-                        .with(
-                            "child_records_dir",
-                            started.records_dir.display().to_string(),
-                        ),
-                );
+                self.emit(events::delegation_start(
+                    &self.session_event,
+                    &DelegationStart {
+                        delegation_id: &started.delegation_id,
+                        capsule: &capsule,
+                        version: &version,
+                        child_session_id: &started.session_id,
+                        child_workdir: &started.workdir,
+                        child_records_dir: &started.records_dir,
+                    },
+                ));
                 self.children.started(&started, &capsule, &version);
                 let delegation_id = started.delegation_id.clone();
                 new_delegation = Some(delegation_id.clone());
@@ -464,16 +483,19 @@ impl SessionState {
                 capsule,
                 version,
                 reason,
-            }) => self.emit(
-                TraceEvent::new("delegation", Some(&self.session_event))
-                    .with("capsule", capsule)
-                    .with("version", version)
-                    .with("delegation_id", Value::Null)
-                    .with("child_session_id", Value::Null)
-                    .with("duration_ms", 0)
-                    .with("outcome", "refused")
-                    .with("reason", reason),
-            ),
+            }) => self.emit(events::delegation(
+                &self.session_event,
+                &DelegationEnd {
+                    capsule: &capsule,
+                    version: &version,
+                    delegation_id: None,
+                    child_session_id: None,
+                    duration_ms: 0,
+                    outcome: "refused",
+                    reason: Some(&reason),
+                    usage: None,
+                },
+            )),
             // A tools change was taken (and recorded) before the tool_call line, above.
             Some(Effect::ToolsChanged(_)) | Some(Effect::CallDenied(_)) | None => {}
         }

@@ -1,4 +1,4 @@
-//! Trace lines: the [`TraceEvent`] an emitter builds and the [`TraceWriter`] that writes them.
+//! Trace lines: the [`TraceEvent`] an emitter builds and the [`TraceLog`] that writes them.
 //!
 //! Emitters mint each event's id (time-ordered, so no round trip is needed to learn a parent id)
 //! and append it through the session's writer, which owns the order of lines and their
@@ -7,7 +7,7 @@
 //! file (and its folder) is created after the first line is appended, so starting a writer costs
 //! no I/O: a child session's first model call does not wait for the disk.
 //!
-//! Durability policy ([`TraceWriter::sync`] with a [`Durability`]): lines are written as they
+//! Durability policy ([`TraceLog::sync`] with a [`Durability`]): lines are written as they
 //! arrive, so they survive the process (a crash or Ctrl-C of `mur` loses at most the lines
 //! appended in the last moment, not yet handed to the kernel). Surviving the *machine* needs an
 //! fsync: each session, once its `task_end` and `session_end` are written, hands its records to
@@ -20,6 +20,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::ids;
+
+pub mod events;
 
 /// One trace line before it is written: the envelope plus the event's own fields, in order.
 #[derive(Clone, Debug)]
@@ -144,7 +146,7 @@ fn push_json(out: &mut Vec<u8>, v: impl Serialize) {
 
 mod writer;
 
-pub use writer::{written_all, written_all_blocking, Durability, TraceWriter};
+pub use writer::{written_all, written_all_blocking, Durability, TraceLog};
 
 #[cfg(test)]
 mod tests {

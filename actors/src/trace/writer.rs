@@ -1,11 +1,11 @@
-//! The [`TraceWriter`] handle and the one thread that writes every trace file of the process.
+//! The [`TraceLog`] handle and the one thread that writes every trace file of the process.
 //!
 //! A session's lines come from several places (the session, its dispatcher, the plan engine,
 //! tool executors), so the writer is a handle they share. `append` never touches the disk: it
 //! adds the line to the file's buffer and, if the buffer was empty, queues the file for the
 //! trace thread. That thread writes each file's buffered lines with one `write(2)` and answers
 //! sync barriers. Files are created by the session's setup job on the file lane
-//! ([`TraceWriter::create`]), with its folder; lines appended before that wait in the buffer. So:
+//! ([`TraceLog::create`]), with its folder; lines appended before that wait in the buffer. So:
 //!
 //! - emitting a line costs a lock and a copy, never a syscall on a runtime thread, and the
 //!   emitter's work (a parent handing out 10,000 delegations) is not slowed by the disk;
@@ -36,7 +36,7 @@ use tokio::sync::oneshot;
 
 use super::TraceEvent;
 
-/// How durable [`TraceWriter::sync`] makes the lines appended so far.
+/// How durable [`TraceLog::sync`] makes the lines appended so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
     /// Written to the kernel (survives the process, not a power loss).
@@ -48,7 +48,7 @@ pub enum Durability {
 /// The only writer of one `trace.jsonl`: a cheap handle, cloned into everything that emits the
 /// session's lines.
 #[derive(Clone)]
-pub struct TraceWriter {
+pub struct TraceLog {
     inner: Arc<TraceFile>,
 }
 
@@ -76,7 +76,12 @@ struct State {
     referenced: bool,
     /// The first error met; lines after it are dropped and every sync reports it.
     error: Option<String>,
+    /// Told the first error, once (the session's way to the [`crate::trace_writer::TraceWriter`]).
+    on_failure: Option<FailureHook>,
 }
+
+/// Called once with the first write error of a trace file.
+type FailureHook = Box<dyn FnOnce(String) + Send>;
 
 /// At most this many trace files are open at once (1024; tests lower it).
 static MAX_OPEN: AtomicUsize = AtomicUsize::new(1024);
@@ -343,23 +348,43 @@ impl TraceFile {
 
     fn fail(&self, e: std::io::Error) {
         let mut state = self.lock();
-        if state.error.is_none() {
-            state.error = Some(format!("trace write failed: {}: {e}", self.path.display()));
-        }
         state.buffer.clear();
+        if state.error.is_some() {
+            return;
+        }
+        let error = format!("trace write failed: {}: {e}", self.path.display());
+        state.error = Some(error.clone());
+        let hook = state.on_failure.take();
+        drop(state);
+        if let Some(tell) = hook {
+            tell(error);
+        }
     }
 }
 
-impl TraceWriter {
+impl TraceLog {
     /// A writer for `path` whose lines all belong to `session_id`; costs no I/O until the first
     /// line.
     pub fn new(path: PathBuf, session_id: String) -> Self {
-        TraceWriter {
+        TraceLog {
             inner: Arc::new(TraceFile {
                 path,
                 session_id,
                 state: Mutex::new(State::default()),
             }),
+        }
+    }
+
+    /// Have `tell` called once, with the error, if writing this file ever fails (at once, if
+    /// it already has).
+    pub fn on_failure(&self, tell: impl FnOnce(String) + Send + 'static) {
+        let mut state = self.inner.lock();
+        match state.error.clone() {
+            Some(error) => {
+                drop(state);
+                tell(error);
+            }
+            None => state.on_failure = Some(Box::new(tell)),
         }
     }
 
@@ -439,7 +464,7 @@ mod tests {
     async fn writer_appends_whole_lines_in_order_and_syncs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/trace.jsonl");
-        let w = TraceWriter::new(path.clone(), "ses_1".into());
+        let w = TraceLog::new(path.clone(), "ses_1".into());
         // The first lines arrive before the file exists; they are written first, in order.
         for i in 0..3 {
             w.append(TraceEvent::new("inference", None).with("turn", i));
@@ -457,7 +482,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("blocker"), "a file, not a folder").unwrap();
         let path = dir.path().join("blocker/trace.jsonl");
-        let w = TraceWriter::new(path, "ses_1".into());
+        let w = TraceLog::new(path, "ses_1".into());
         w.append(TraceEvent::new("session_start", None));
         let err = w.create().unwrap_err();
         assert!(err.starts_with("trace write failed: "), "{err}");
@@ -493,9 +518,9 @@ mod tests {
         // is invisible to them, which is the point.
         MAX_OPEN.store(2, Ordering::Relaxed);
         let dir = tempfile::tempdir().unwrap();
-        let writers: Vec<TraceWriter> = (0..6)
+        let writers: Vec<TraceLog> = (0..6)
             .map(|i| {
-                TraceWriter::new(
+                TraceLog::new(
                     dir.path().join(format!("s{i}/trace.jsonl")),
                     format!("ses_{i}"),
                 )
@@ -526,7 +551,7 @@ mod tests {
     async fn a_writer_with_no_lines_touches_no_disk() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("never/trace.jsonl");
-        let w = TraceWriter::new(path.clone(), "ses_1".into());
+        let w = TraceLog::new(path.clone(), "ses_1".into());
         assert_eq!(w.sync(Durability::File).await, Ok(()));
         assert!(!dir.path().join("never").exists());
     }

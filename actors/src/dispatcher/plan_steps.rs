@@ -15,7 +15,8 @@ use crate::dispatcher::{missing_required, DelegateCtx, Route, ToolTable};
 use crate::plan::{StepOutcome, StepRunner};
 use crate::text::truncate;
 use crate::tool::{ExecRequest, ExecStatus};
-use crate::trace::{TraceEvent, TraceWriter};
+use crate::trace::events::{self, DelegationEnd, DelegationStart};
+use crate::trace::{TraceEvent, TraceLog};
 
 /// The session side of a running plan.
 pub struct PlanSteps {
@@ -24,7 +25,7 @@ pub struct PlanSteps {
     /// How capsule steps start children.
     pub delegation: DelegateCtx,
     /// The session's trace.
-    pub trace: TraceWriter,
+    pub trace: TraceLog,
     /// The session's `session_start` id (delegation lines hang off it).
     pub session_event: String,
 }
@@ -43,16 +44,19 @@ impl PlanSteps {
         outcome: &str,
         reason: Option<&str>,
     ) {
-        self.emit(
-            TraceEvent::new("delegation", Some(&self.session_event))
-                .with("capsule", capsule)
-                .with("version", version)
-                .with("delegation_id", ids.0)
-                .with("child_session_id", ids.1)
-                .with("duration_ms", duration_ms)
-                .with("outcome", outcome)
-                .with("reason", reason),
-        );
+        self.emit(events::delegation(
+            &self.session_event,
+            &DelegationEnd {
+                capsule,
+                version,
+                delegation_id: ids.0,
+                child_session_id: ids.1,
+                duration_ms,
+                outcome,
+                reason,
+                usage: None,
+            },
+        ));
     }
 }
 
@@ -64,7 +68,7 @@ impl StepRunner for PlanSteps {
             Route::Refuse(error) => return StepOutcome::Failed { error },
             Route::Runtime(name) => {
                 return StepOutcome::Failed {
-                    error: format!("'{name}' is not callable from inside a plan"),
+                    error: format!("'{}' is not callable from inside a plan", name.name()),
                 }
             }
         };
@@ -131,18 +135,17 @@ impl StepRunner for PlanSteps {
                 return StepOutcome::Failed { error: reason };
             }
         };
-        self.emit(
-            TraceEvent::new("delegation_start", Some(&self.session_event))
-                .with("delegation_id", &started.delegation_id)
-                .with("capsule", &full)
-                .with("version", version)
-                .with("child_session_id", &started.session_id)
-                .with("child_workdir", started.workdir.display().to_string())
-                .with(
-                    "child_records_dir",
-                    started.records_dir.display().to_string(),
-                ),
-        );
+        self.emit(events::delegation_start(
+            &self.session_event,
+            &DelegationStart {
+                delegation_id: &started.delegation_id,
+                capsule: &full,
+                version,
+                child_session_id: &started.session_id,
+                child_workdir: &started.workdir,
+                child_records_dir: &started.records_dir,
+            },
+        ));
         let ids = (
             Some(started.delegation_id.as_str()),
             Some(started.session_id.as_str()),

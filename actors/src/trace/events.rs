@@ -1,0 +1,193 @@
+//! The kernel's trace lines that more than one part of it writes, built in one place.
+//!
+//! A `delegation` line is written by the Session (an outcome, a refusal) and by a plan's capsule
+//! step; a `delegation_start` by both too; a `task_failed` by a failed turn and by a crash. Each
+//! is built here from typed facts, so its keys and their order cannot drift between writers.
+//! [`event_type`] names every event type the kernel writes; the readers in `mur trace` use the
+//! same names.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::TraceEvent;
+use crate::text::truncate;
+
+/// The `event_type` of every line the kernel writes.
+pub mod event_type {
+    /// The first line of a session.
+    pub const SESSION_START: &str = "session_start";
+    /// The last line of a session.
+    pub const SESSION_END: &str = "session_end";
+    /// The task's first message.
+    pub const TASK_START: &str = "task_start";
+    /// The task's totals.
+    pub const TASK_END: &str = "task_end";
+    /// The task failed (driver error, malformed reply, runtime error, crash).
+    pub const TASK_FAILED: &str = "task_failed";
+    /// The task was canceled.
+    pub const TASK_CANCELED: &str = "task_canceled";
+    /// The task continued once with delegation outcomes.
+    pub const TASK_CONTINUED: &str = "task_continued";
+    /// One model call.
+    pub const INFERENCE: &str = "inference";
+    /// The driver retries a model call.
+    pub const INFERENCE_RETRY: &str = "inference_retry";
+    /// One tool call.
+    pub const TOOL_CALL: &str = "tool_call";
+    /// One skill call.
+    pub const SKILL_CALL: &str = "skill_call";
+    /// The command a shell tool call ran.
+    pub const SHELL: &str = "shell";
+    /// A policy hook refused a call.
+    pub const CALL_DENIED: &str = "call_denied";
+    /// A delegation's child started.
+    pub const DELEGATION_START: &str = "delegation_start";
+    /// A delegation ended (or was refused).
+    pub const DELEGATION: &str = "delegation";
+    /// A pull added an artifact to the session.
+    pub const ARTIFACT_PULLED: &str = "artifact_pulled";
+    /// The tool array sent to the model changed.
+    pub const TOOLS_REFRESHED: &str = "tools_refreshed";
+}
+
+/// The facts of a started child, for its `delegation_start` line.
+pub struct DelegationStart<'a> {
+    /// `dlg_…`.
+    pub delegation_id: &'a str,
+    /// Full capsule name.
+    pub capsule: &'a str,
+    /// Version.
+    pub version: &'a str,
+    /// The child's `ses_…`.
+    pub child_session_id: &'a str,
+    /// The child's work folder.
+    pub child_workdir: &'a Path,
+    /// The child's records folder.
+    pub child_records_dir: &'a Path,
+}
+
+/// `delegation_start`, hanging off the parent's `session_start`.
+pub fn delegation_start(session_event: &str, d: &DelegationStart<'_>) -> TraceEvent {
+    TraceEvent::new(event_type::DELEGATION_START, Some(session_event))
+        .with("delegation_id", d.delegation_id)
+        .with("capsule", d.capsule)
+        .with("version", d.version)
+        .with("child_session_id", d.child_session_id)
+        .with("child_workdir", d.child_workdir.display().to_string())
+        .with(
+            "child_records_dir",
+            d.child_records_dir.display().to_string(),
+        )
+}
+
+/// The facts of a delegation's end, for its `delegation` line.
+pub struct DelegationEnd<'a> {
+    /// Full capsule name (or what the model asked for, when refused).
+    pub capsule: &'a str,
+    /// Version.
+    pub version: &'a str,
+    /// `dlg_…`; `None` when nothing started.
+    pub delegation_id: Option<&'a str>,
+    /// The child's `ses_…`; `None` when nothing started.
+    pub child_session_id: Option<&'a str>,
+    /// From start to end (0 when refused).
+    pub duration_ms: u64,
+    /// `ok|error|crashed|terminated|refused`, or a plan step's `completed|failed|timed_out`.
+    pub outcome: &'a str,
+    /// Why it ended so (`null` when it answered).
+    pub reason: Option<&'a str>,
+    /// The child's usage `(input_tokens, output_tokens, turns)`, when it ran as a session's
+    /// delegation; a refusal and a plan step's line carry none.
+    pub usage: Option<(u64, u64, u32)>,
+}
+
+/// `delegation`, hanging off the parent's `session_start`.
+pub fn delegation(session_event: &str, d: &DelegationEnd<'_>) -> TraceEvent {
+    let line = TraceEvent::new(event_type::DELEGATION, Some(session_event))
+        .with("capsule", d.capsule)
+        .with("version", d.version)
+        .with("delegation_id", d.delegation_id)
+        .with("child_session_id", d.child_session_id)
+        .with("duration_ms", d.duration_ms)
+        .with("outcome", d.outcome)
+        .with("reason", d.reason);
+    match d.usage {
+        Some((input_tokens, output_tokens, turns)) => line.with(
+            "usage",
+            json!({"input_tokens": input_tokens, "output_tokens": output_tokens, "turns": turns}),
+        ),
+        None => line,
+    }
+}
+
+/// `task_failed`, hanging off `task_start`; the reason is cut to 2,000 bytes.
+pub fn task_failed(
+    task_event: &str,
+    task_id: &str,
+    turn: u32,
+    cause: &str,
+    reason: &str,
+) -> TraceEvent {
+    TraceEvent::new(event_type::TASK_FAILED, Some(task_event))
+        .with("task_id", task_id)
+        .with("turn", turn)
+        .with("cause", cause)
+        .with("reason", truncate(reason, 2000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn a_refusal_and_an_outcome_share_keys_and_order() {
+        let refused = delegation(
+            "evt_s",
+            &DelegationEnd {
+                capsule: "acme/x",
+                version: "0.1.0",
+                delegation_id: None,
+                child_session_id: None,
+                duration_ms: 0,
+                outcome: "refused",
+                reason: Some("no"),
+                usage: None,
+            },
+        );
+        let keys: Vec<String> = refused.fields().keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "capsule",
+                "version",
+                "delegation_id",
+                "child_session_id",
+                "duration_ms",
+                "outcome",
+                "reason"
+            ]
+        );
+        let ok = delegation(
+            "evt_s",
+            &DelegationEnd {
+                capsule: "acme/x",
+                version: "0.1.0",
+                delegation_id: Some("dlg_1"),
+                child_session_id: Some("ses_c"),
+                duration_ms: 5,
+                outcome: "ok",
+                reason: None,
+                usage: Some((1, 2, 3)),
+            },
+        );
+        let keys: Vec<String> = ok.fields().keys().cloned().collect();
+        assert_eq!(keys.last().map(String::as_str), Some("usage"));
+        assert_eq!(
+            ok.field("usage"),
+            Some(json!({"input_tokens": 1, "output_tokens": 2, "turns": 3}))
+        );
+        assert_eq!(ok.field("reason"), Some(Value::Null));
+    }
+}
