@@ -279,3 +279,131 @@ fn finished_and_unrecorded_sessions_are_refused_with_what_is_missing() {
         "error[E-RPL-003]: session ses_<ID> ended ok: there is nothing left to resume\n  hint: mur run the capsule with a new task, or mur replay the session to run it again\n"
     );
 }
+
+/// A capsule folder packed and installed into the project's store (as `local/<name>`).
+fn install_capsule(p: &Project, name: &str, manifest: &str, script: Option<&str>) {
+    p.write(&format!("capsules/{name}/murmur.yaml"), manifest);
+    if let Some(s) = script {
+        p.write(&format!("capsules/{name}/script.yaml"), s);
+    }
+    let zip = format!("{name}.mur.zip");
+    let out = p.mur(&["build", &format!("capsules/{name}"), "-o", &zip]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = p.mur(&["install", &format!("./{zip}")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finished_delegation_keeps_its_outcome_and_a_running_one_is_delegated_again() {
+    // `slow` asks the fake provider, which holds its first request until the kill.
+    let fake = FakeProvider::start([Reply::Hang]).await.unwrap();
+    let p = Project::new();
+    let content = "trace:\n  capture: content\n";
+    p.write(
+        "murmur.yaml",
+        &format!(
+            "{}{content}",
+            scripted_manifest(
+                "parent",
+                "capabilities:\n  spawn:\n    allow: [local/fast, local/slow]\n"
+            )
+        ),
+    );
+    install_capsule(
+        &p,
+        "fast",
+        &format!("{}{content}", scripted_manifest("fast", "")),
+        Some("turns:\n  - say: fast answer\n"),
+    );
+    let slow = manifest(&fake.endpoint(), "bash")
+        .replace("capabilities:\n  shell:\n    allow: [bash]\n", "");
+    install_capsule(
+        &p,
+        "slow",
+        &slow.replace("name: stepper", "name: slow"),
+        None,
+    );
+    p.write(
+        "script.yaml",
+        "turns:\n  - call:\n      - {tool: delegate-task, input: {capsule: fast, version: 0.1.0, task: quick}}\n      - {tool: delegate-task, input: {capsule: slow, version: 0.1.0, task: slow}}\n  - say: waiting\n  - expect: slow answer\n    say: '{{last}}'\n",
+    );
+    let mut child = p
+        .mur_cmd(&["run", "--task", "fan out"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The real events: slow's model call is held, fast's trace has ended.
+    let fast_ended = || {
+        p.sessions().first().is_some_and(|s| {
+            list(&s.join("children")).iter().any(|c| {
+                std::fs::read_to_string(c.join("trace.jsonl")).is_ok_and(|t| {
+                    t.contains("\"capsule_name\":\"fast\"") && t.contains("\"session_end\"")
+                })
+            })
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fake.requests().is_empty() || !fast_ended() {
+        assert!(Instant::now() < deadline, "the children never got there");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("mur ended early: {status}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let old = p.sessions()[0].clone();
+    let old_id = old.file_name().unwrap().to_str().unwrap().to_string();
+    let old_trace = trace(&old.join("trace.jsonl"));
+    let slow_dlg = old_trace
+        .iter()
+        .filter(|l| l["event_type"] == "delegation_start")
+        .find(|l| l["capsule"] == "local/slow")
+        .map(|l| l["delegation_id"].as_str().unwrap().to_string())
+        .unwrap();
+    fake.push(Reply::json(anthropic::text("slow answer")));
+    let dir = p.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        mur()
+            .args(["resume"])
+            .current_dir(dir)
+            .env("ANTHROPIC_API_KEY", "sk-ant-test")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "delegating again: {slow_dlg} (still running when the session stopped)\n"
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let resumed = p
+        .sessions()
+        .into_iter()
+        .find(|s| !s.ends_with(&old_id))
+        .unwrap();
+    // Only the running delegation ran again: fast kept its recorded outcome.
+    let children = list(&resumed.join("children"));
+    assert_eq!(children.len(), 1);
+    assert_eq!(
+        trace(&children[0].join("trace.jsonl"))[0]["capsule_name"],
+        "slow"
+    );
+    let t = trace(&resumed.join("trace.jsonl"));
+    let restarted = t
+        .iter()
+        .find(|l| l["event_type"] == "delegation_restarted")
+        .unwrap();
+    assert_eq!(restarted["previous_delegation_id"], slow_dlg.as_str());
+    assert_eq!(restarted["resumed_from"], old_id.as_str());
+    assert_eq!(t.last().unwrap()["exit_status"], "ok");
+    let result = std::fs::read_to_string(resumed.join("out/result.txt")).unwrap();
+    assert!(result.contains("slow answer"), "{result}");
+    assert_eq!(fake.requests().len(), 2);
+}

@@ -42,6 +42,9 @@ pub struct Seed {
     /// Calls to make before the next model call: tool calls of the last turn that have no
     /// recorded result, then delegations that were still running.
     pub pending: Vec<SeedCall>,
+    /// The model had ended its turn and the session was waiting for delegations: after the
+    /// seed's calls it waits again (spending nothing) instead of calling the model.
+    pub waiting: bool,
 }
 
 /// One call a resumed session makes before its next model call.

@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 
 use mur_actors::continuation::{Seed, SeedCall};
+use mur_actors::delegation::{outcome_text, DelegationOutcome, OutcomeStatus};
 use mur_actors::model::{ContentBlock, Message};
 use mur_actors::session::Totals;
 use serde_json::Value;
@@ -163,9 +164,19 @@ fn rebuild_at(rec: &Recording, depth: usize) -> Result<Rebuilt, Diagnostic> {
         .chain(&rec.orphans)
         .filter(|c| c.name == "delegate-task")
         .collect();
+    let mut totals = add(carried(rec), rec.totals);
     for d in &rec.delegations {
         if delivered.contains(d.id.as_str()) {
             continue;
+        }
+        // Finished on its own (not ended with its parent): its recorded outcome is delivered.
+        if d.outcome.as_deref() != Some("terminated") {
+            if let Some(o) = finished_outcome(d) {
+                totals.input_tokens += o.totals.input_tokens;
+                totals.output_tokens += o.totals.output_tokens;
+                messages.push(Message::user_text(outcome_text(&o)));
+                continue;
+            }
         }
         let Some(call) = calls.iter().find(|c| {
             c.output
@@ -183,12 +194,45 @@ fn rebuild_at(rec: &Recording, depth: usize) -> Result<Rebuilt, Diagnostic> {
             redelegates: Some(d.id.clone()),
         });
     }
+    // The model had ended its turn with delegations running: the session was waiting.
+    let waiting = !pending.is_empty()
+        && pending.iter().all(|c| c.redelegates.is_some())
+        && counted
+            .last()
+            .and_then(|t| t.reply.as_ref())
+            .is_some_and(|r| r.stop_reason == mur_actors::model::StopReason::EndTurn);
     Ok(Rebuilt {
         seed: Seed {
             messages,
-            totals: add(carried(rec), rec.totals),
+            totals,
             pending,
+            waiting,
         },
         redelegated,
+    })
+}
+
+/// The outcome of a delegation whose child ended on its own (its trace has a `session_end`),
+/// as the parent's model would have read it.
+fn finished_outcome(d: &recording::Delegation) -> Option<DelegationOutcome> {
+    let child = recording::read(&d.child_records_dir.join("trace.jsonl")).ok()?;
+    let status = match child.exit_status.as_deref()? {
+        "ok" => OutcomeStatus::Ok,
+        _ => OutcomeStatus::Error,
+    };
+    let answer =
+        std::fs::read_to_string(d.child_records_dir.join("out/result.txt")).unwrap_or_default();
+    Some(DelegationOutcome {
+        delegation_id: d.id.clone(),
+        capsule: d.capsule.clone(),
+        version: d.version.clone(),
+        child_session_id: d.child_session_id.clone(),
+        status,
+        answer,
+        detail: None,
+        duration_ms: 0,
+        totals: child.totals,
+        child_workdir: child.workdir.clone().unwrap_or_default(),
+        child_records_dir: d.child_records_dir.clone(),
     })
 }

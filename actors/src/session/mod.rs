@@ -293,6 +293,8 @@ pub struct SessionState {
     /// What this session leaves to be flushed when it ends (the folders it made are added by
     /// staging).
     records: SessionRecords,
+    /// A resumed session waits for its re-delegations before its next model call.
+    seed_waits: bool,
     /// Delegation outcomes shown to the model so far (a replay's schedule counts them).
     outcomes_delivered: u32,
     /// Hashes of the `body` lines written (`trace.capture: content`): each body once.
@@ -631,6 +633,7 @@ impl Actor for Session {
             records: own_records(&spec.paths),
             bodies: Vec::new(),
             outcomes_delivered: 0,
+            seed_waits: seed.as_ref().is_some_and(|s| s.waiting),
             seed_calls,
             redelegations: Default::default(),
             spec,

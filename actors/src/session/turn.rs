@@ -52,6 +52,13 @@ impl SessionState {
 
     /// Deliver settled outcomes, then send the next model call (or end at `max_turns`).
     pub(super) fn start_turn(&mut self, myself: &ActorRef<SessionMsg>) {
+        if std::mem::take(&mut self.seed_waits) && self.children.outstanding() > 0 {
+            // A resumed session that was waiting for delegations waits for them again.
+            self.life = Life::Waiting {
+                since: Instant::now(),
+            };
+            return;
+        }
         if self.waits_for_schedule() {
             // A replay: the recorded model read outcomes still running here before this call.
             self.life = Life::Waiting {
