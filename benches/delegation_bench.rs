@@ -32,8 +32,7 @@ use mur_actors::model::{
 use mur_actors::provided;
 use mur_actors::session::{ExitStatus, SessionReport};
 use mur_actors::spec::{Grants, SessionPaths, SessionSpec, SpawnedBy};
-use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
-use ractor::Actor;
+use mur_actors::supervisor::SupervisorArgs;
 
 /// Records when each child made its first model call (keyed by its task).
 #[derive(Default)]
@@ -148,17 +147,8 @@ async fn run(root: SessionSpec, children: Children, max_depth: u32) -> SessionRe
         max_depth,
         max_children: 100_000,
     };
-    let (sup, h) = Actor::spawn(None, Supervisor, args).await.unwrap();
-    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
-        spec: Box::new(root),
-        reply
-    })
-    .unwrap()
-    .unwrap();
-    let report = rx.await.unwrap();
-    sup.stop(None);
-    let _ = h.await;
-    report
+    // The kernel's test kit starts the tree, waits for the root's report and stops it.
+    mur_actors::testkit::run(root, args).await
 }
 
 fn root_paths(dir: &Path) -> (String, SessionPaths) {

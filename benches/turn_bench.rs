@@ -26,8 +26,7 @@ use fake_provider::{FakeProvider, Reply};
 use mur_actors::model::{InferError, InferReply, InferRequest, ModelDriver, RetrySink};
 use mur_actors::session::ExitStatus;
 use mur_actors::spec::{Grants, SessionPaths, SessionSpec};
-use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
-use ractor::Actor;
+use mur_actors::supervisor::SupervisorArgs;
 
 /// Notes when each call starts and ends.
 struct Timed {
@@ -112,18 +111,7 @@ async fn run(turns: usize, dir: &std::path::Path) -> Figures {
     spec.model = "gpt-4.1".into();
     spec.operator_prompt = Some("You are a benchmark.".into());
     spec.system_prompt_source = "manifest";
-    let (sup, h) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
-        .await
-        .unwrap();
-    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
-        spec: Box::new(spec),
-        reply
-    })
-    .unwrap()
-    .unwrap();
-    let report = rx.await.unwrap();
-    sup.stop(None);
-    let _ = h.await;
+    let report = mur_actors::testkit::run(spec, SupervisorArgs::default()).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
     let calls = driver.calls.lock().unwrap().clone();
     let server: Vec<Duration> = fake.requests().iter().map(|r| r.handled).collect();

@@ -126,13 +126,25 @@ turns:
         (
             "acme/answerer".to_string(),
             (
-                "turns:\n  - delay_ms: 100\n    say: 'the answer to {{task}} is 42'\n".to_string(),
+                "
+turns:
+  - delay_ms: 100
+    say: 'the answer to {{task}} is 42'
+"
+                .to_string(),
                 Grants::default(),
             ),
         ),
         (
             "acme/crasher".to_string(),
-            ("turns:\n  - panic: boom\n".to_string(), Grants::default()),
+            (
+                "
+turns:
+  - panic: boom
+"
+                .to_string(),
+                Grants::default(),
+            ),
         ),
     ]));
     let (id, paths, records) = root_paths(dir.path());
@@ -194,7 +206,12 @@ turns:
     let resolver = Scripts(HashMap::from([(
         "acme/hanger".to_string(),
         (
-            "turns:\n  - delay_ms: 60000\n    say: late\n".to_string(),
+            "
+turns:
+  - delay_ms: 60000
+    say: late
+"
+            .to_string(),
             Grants::default(),
         ),
     )]));
@@ -249,7 +266,12 @@ async fn a_canceled_parent_ends_its_children_and_every_trace_is_complete() {
     let resolver = Scripts(HashMap::from([(
         "acme/sleeper".to_string(),
         (
-            "turns:\n  - delay_ms: 10000\n    say: late\n".to_string(),
+            "
+turns:
+  - delay_ms: 10000
+    say: late
+"
+            .to_string(),
             Grants::default(),
         ),
     )]));
@@ -369,7 +391,11 @@ async fn a_child_whose_folder_cannot_be_made_ends_in_error_naming_why() {
     let resolver = Scripts(HashMap::from([(
         "acme/answerer".to_string(),
         (
-            "turns:\n  - say: 'the answer is 42'\n".to_string(),
+            "
+turns:
+  - say: 'the answer is 42'
+"
+            .to_string(),
             Grants::default(),
         ),
     )]));

@@ -90,7 +90,16 @@ fn types(lines: &[Value]) -> Vec<&str> {
 #[tokio::test]
 async fn shell_calls_run_in_order_and_the_trace_counts_match() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "turns:\n  - call:\n      - {tool: bash, input: {command: 'echo one > f.txt; echo hi'}}\n      - {tool: nope, input: {}}\n  - expect: 'not declared in manifest allowlist'\n    call: [{tool: bash, input: {command: 'cat f.txt; exit 3'}}]\n  - expect: 'Exit code: 3'\n    say: done\n";
+    let script = "
+turns:
+  - call:
+      - {tool: bash, input: {command: 'echo one > f.txt; echo hi'}}
+      - {tool: nope, input: {}}
+  - expect: 'not declared in manifest allowlist'
+    call: [{tool: bash, input: {command: 'cat f.txt; exit 3'}}]
+  - expect: 'Exit code: 3'
+    say: done
+";
     let s = spec(dir.path(), script, &["bash"], None);
     let records = s.paths.records_dir.clone();
     let report = run(s, None).await;
@@ -145,7 +154,12 @@ async fn shell_calls_run_in_order_and_the_trace_counts_match() {
 #[tokio::test]
 async fn max_turns_ends_the_task_with_the_upstream_text() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "turns:\n  - call: [{tool: bash, input: {command: 'true'}}]\n  - call: [{tool: bash, input: {command: 'true'}}]\n  - say: never\n";
+    let script = "
+turns:
+  - call: [{tool: bash, input: {command: 'true'}}]
+  - call: [{tool: bash, input: {command: 'true'}}]
+  - say: never
+";
     let s = spec(dir.path(), script, &["bash"], Some(2));
     let report = run(s, None).await;
     assert_eq!(report.exit_status, ExitStatus::MaxTurnsReached);
@@ -158,7 +172,11 @@ async fn max_turns_ends_the_task_with_the_upstream_text() {
 #[tokio::test]
 async fn cancel_during_a_model_call_ends_canceled_with_a_complete_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "turns:\n  - delay_ms: 30000\n    say: too late\n";
+    let script = "
+turns:
+  - delay_ms: 30000
+    say: too late
+";
     let s = spec(dir.path(), script, &[], None);
     let records = s.paths.records_dir.clone();
     let started = std::time::Instant::now();
@@ -183,7 +201,11 @@ async fn cancel_during_a_model_call_ends_canceled_with_a_complete_trace() {
 #[tokio::test]
 async fn cancel_kills_a_running_command() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "turns:\n  - call: [{tool: bash, input: {command: 'sleep 30'}}]\n  - say: never\n";
+    let script = "
+turns:
+  - call: [{tool: bash, input: {command: 'sleep 30'}}]
+  - say: never
+";
     let s = spec(dir.path(), script, &["bash"], None);
     let started = std::time::Instant::now();
     let report = run(s, Some(Duration::from_millis(300))).await;
@@ -196,7 +218,10 @@ async fn driver_errors_fail_the_task_with_a_traced_cause() {
     let dir = tempfile::tempdir().unwrap();
     let s = spec(
         dir.path(),
-        "turns:\n  - error: provider exploded\n",
+        "
+turns:
+  - error: provider exploded
+",
         &[],
         None,
     );
@@ -315,7 +340,12 @@ async fn a_cancel_after_a_plan_kills_the_next_running_command() {
     let dir = tempfile::tempdir().unwrap();
     let marker = format!("sleep 53.{}", std::process::id());
     let script = format!(
-        "turns:\n  - call: [{{tool: submit-plan, input: {{plan: {{id: p, steps: [{{id: a, shell: \"true\"}}]}}}}}}]\n  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]\n  - say: never\n"
+        "
+turns:
+  - call: [{{tool: submit-plan, input: {{plan: {{id: p, steps: [{{id: a, shell: \"true\"}}]}}}}}}]
+  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]
+  - say: never
+"
     );
     let mut s = spec(dir.path(), &script, &["bash", "true"], None);
     s.grants.plan_submit = true;
@@ -371,7 +401,12 @@ impl mur_actors::tool::ToolExecutor for Panics {
 #[tokio::test]
 async fn a_panicking_tool_call_is_an_error_for_the_model_not_a_hang() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "turns:\n  - call: [{tool: bash, input: {command: 'true'}}]\n  - expect: 'it panicked: executor bug on purpose'\n    say: the tool broke\n";
+    let script = "
+turns:
+  - call: [{tool: bash, input: {command: 'true'}}]
+  - expect: 'it panicked: executor bug on purpose'
+    say: the tool broke
+";
     let mut s = spec(dir.path(), script, &["bash"], None);
     s.executors.shell = Arc::new(Panics);
     let records = s.paths.records_dir.clone();
@@ -389,7 +424,11 @@ async fn a_killed_tree_leaves_no_command_running() {
     let dir = tempfile::tempdir().unwrap();
     let marker = format!("sleep 54.{}", std::process::id());
     let script = format!(
-        "turns:\n  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]\n  - say: never\n"
+        "
+turns:
+  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]
+  - say: never
+"
     );
     let s = spec(dir.path(), &script, &["bash"], None);
     let (sup, handle) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
@@ -427,7 +466,11 @@ async fn a_trace_that_cannot_be_written_ends_the_session_failed_naming_the_file(
     let dir = tempfile::tempdir().unwrap();
     let marker = format!("sleep 55.{}", std::process::id());
     let script = format!(
-        "turns:\n  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]\n  - say: never\n"
+        "
+turns:
+  - call: [{{tool: bash, input: {{command: '{marker}'}}}}]
+  - say: never
+"
     );
     let s = spec(dir.path(), &script, &["bash"], None);
     let records = s.paths.records_dir.clone();

@@ -180,6 +180,9 @@ pub struct ChildTable {
     entries: std::collections::BTreeMap<String, Entry>,
     early: std::collections::HashMap<String, DelegationOutcome>,
     by_actor: std::collections::HashMap<ractor::ActorId, String>,
+    /// Children that crashed before the session learned they had started: a supervision
+    /// event outruns the `delegate-task` answer that names the child.
+    crashed_early: std::collections::HashMap<ractor::ActorId, String>,
 }
 
 impl ChildTable {
@@ -219,6 +222,17 @@ impl ChildTable {
                 true
             }
         }
+    }
+
+    /// A linked child actor this table does not know yet crashed with `error`: kept until
+    /// [`Self::take_early_crash`] finds it when the child's start is recorded.
+    pub fn crashed_before_known(&mut self, id: ractor::ActorId, error: String) {
+        self.crashed_early.insert(id, error);
+    }
+
+    /// The crash of a child that ended before its start was recorded, if it did.
+    pub fn take_early_crash(&mut self, id: ractor::ActorId) -> Option<String> {
+        self.crashed_early.remove(&id)
     }
 
     /// The delegation a crashed child actor belonged to.

@@ -69,8 +69,9 @@ pub enum Effect {
     },
     /// A policy hook refused the call; nothing ran.
     CallDenied(Denied),
-    /// A pull or removal changed the inventory.
-    ToolsChanged(Box<ToolsChange>),
+    /// A pull added an artifact (already in the session's inventory): the Session records it
+    /// with an `artifact_pulled` line. A removal needs no line of its own.
+    Pulled(Box<Pulled>),
     /// `delegate-task` was refused; nothing started.
     DelegationRefused {
         /// Full capsule name (or what the model asked for).
@@ -112,15 +113,6 @@ impl Dispatched {
             CallResult::Refused { .. } => true,
         }
     }
-}
-
-/// What a pull or removal changed in the session's inventory.
-#[derive(Clone, Debug)]
-pub struct ToolsChange {
-    /// The pulled artifact (its tool joins the inventory).
-    pub pulled: Option<Pulled>,
-    /// The tool name that leaves the inventory.
-    pub removed: Option<String>,
 }
 
 /// A policy hook's refusal of one call.

@@ -32,15 +32,16 @@ pub use table::{missing_required, Route, ToolTable};
 
 use crate::fence;
 use crate::gate::CallGate;
+use crate::inventory::Inventory;
 use crate::plan::{run_plan, PlanContext};
-use crate::protocol::{CallKind, CallRequest, CallResult, Dispatched, Effect, ToolsChange};
+use crate::protocol::{CallKind, CallRequest, CallResult, Dispatched, Effect};
 use crate::provided::bare;
 use crate::registry::{ArtifactRequest, ArtifactSource, PullOutcome, RegistryMsg};
 use crate::session::SessionMsg;
 use crate::spec::{Grants, SessionPaths};
 use crate::supervisor::SupervisorMsg;
 use crate::task::OwnedTask;
-use crate::tool::{ExecRequest, ExecStatus, Executors, RuntimeTool, ToolDecl, ToolOrigin};
+use crate::tool::{ExecRequest, ExecStatus, Executors, RuntimeTool, ToolOrigin};
 use crate::trace::TraceLog;
 use plan_steps::PlanSteps;
 
@@ -70,13 +71,6 @@ pub enum DispatcherMsg {
     Dispatch(CallRequest),
     /// Abort the call in flight (task canceled).
     CancelAll,
-    /// A pull or removal changed what the session holds: route calls accordingly from now on.
-    ToolsChanged {
-        /// A tool the session now holds.
-        added: Option<ToolDecl>,
-        /// A tool (by name) it no longer holds.
-        removed: Option<String>,
-    },
 }
 
 /// Arguments to start a [`Dispatcher`].
@@ -101,8 +95,8 @@ pub struct DispatcherArgs {
     pub delegation_deadline: std::time::Duration,
     /// The session it answers.
     pub session: ActorRef<SessionMsg>,
-    /// The held inventory.
-    pub tools: Vec<ToolDecl>,
+    /// The session's tools: its one inventory, shared with the Session.
+    pub tools: Inventory,
     /// The session's grants.
     pub grants: Grants,
     /// Executors per tool kind.
@@ -118,7 +112,6 @@ pub struct Dispatcher;
 pub struct DispatcherState {
     registry: Option<ActorRef<RegistryMsg>>,
     artifacts: Option<Arc<dyn ArtifactSource>>,
-    myself: Option<ActorRef<DispatcherMsg>>,
     gate: Option<Arc<dyn CallGate>>,
     table: Arc<ToolTable>,
     delegation: DelegateCtx,
@@ -277,11 +270,8 @@ impl DispatcherState {
     ) -> futures::future::BoxFuture<'static, Dispatched> {
         use futures::FutureExt;
         let name = tool.name();
-        let (Some(registry), Some(service), Some(me)) = (
-            self.registry.clone(),
-            self.artifacts.clone(),
-            self.myself.clone(),
-        ) else {
+        let (Some(registry), Some(service)) = (self.registry.clone(), self.artifacts.clone())
+        else {
             let text = format!("'{name}' is not available in this process");
             return futures::future::ready(Dispatched {
                 request,
@@ -297,6 +287,9 @@ impl DispatcherState {
             records_dir: self.table.paths.records_dir.clone(),
             input: request.input.clone(),
         };
+        let held = self.table.tools.clone();
+        // A removed artifact hands its name back to a same-named shell binary it may run.
+        let shell_allow = self.table.grants.shell_allow.clone();
         async move {
             let source = format!("tool:{name}");
             let (result, effect) = if tool == RuntimeTool::PullArtifact {
@@ -309,16 +302,11 @@ impl DispatcherState {
                     Ok(Ok(PullOutcome::Listing(v))) => (ran(&source, &v, None), None),
                     Ok(Ok(PullOutcome::Pulled(p))) => {
                         let note = format!("{} is in your tool list from your next turn.", p.tool.name);
-                        let _ = me.send_message(DispatcherMsg::ToolsChanged {
-                            added: Some(p.tool.clone()),
-                            removed: None,
-                        });
+                        // The next call is routed to it, the next model call offered it.
+                        held.add(p.tool.clone());
                         (
                             ran(&source, &p.result, Some(&note)),
-                            Some(Effect::ToolsChanged(Box::new(ToolsChange {
-                                pulled: Some(*p),
-                                removed: None,
-                            }))),
+                            Some(Effect::Pulled(p)),
                         )
                     }
                     Ok(Err(text)) => (CallResult::Refused { text }, None),
@@ -345,16 +333,13 @@ impl DispatcherState {
                             "{} is gone from your tool list from your next turn; a call to it is refused.",
                             r.tool_name
                         );
-                        let _ = me.send_message(DispatcherMsg::ToolsChanged {
-                            added: None,
-                            removed: Some(r.tool_name.clone()),
-                        });
+                        let instead = shell_allow
+                            .contains(&r.tool_name)
+                            .then(|| crate::provided::shell_tool(&r.tool_name));
+                        held.remove(&r.tool_name, instead);
                         (
                             ran(&source, &r.result, Some(&note)),
-                            Some(Effect::ToolsChanged(Box::new(ToolsChange {
-                                pulled: None,
-                                removed: Some(r.tool_name),
-                            }))),
+                            None,
                         )
                     }
                     Ok(Err(text)) => (CallResult::Refused { text }, None),
@@ -383,7 +368,7 @@ impl DispatcherState {
         let (tx, rx) = watch::channel(false);
         let table = self.table.clone();
         let ctx = PlanContext {
-            tools: table.tools.keys().cloned().collect(),
+            tools: table.tools.names(),
             shell_allow: table.grants.shell_allow.clone(),
             capsules: table
                 .grants
@@ -461,12 +446,7 @@ impl Actor for Dispatcher {
         };
         Ok(DispatcherState {
             table: Arc::new(ToolTable {
-                removed: Default::default(),
-                tools: args
-                    .tools
-                    .into_iter()
-                    .map(|t| (t.name.clone(), Arc::new(t)))
-                    .collect(),
+                tools: args.tools,
                 grants: args.grants,
                 executors: args.executors,
                 paths: args.paths,
@@ -479,7 +459,6 @@ impl Actor for Dispatcher {
             gate: args.gate,
             registry: args.registry,
             artifacts: args.artifacts,
-            myself: Some(_myself),
         })
     }
 
@@ -490,26 +469,6 @@ impl Actor for Dispatcher {
         state: &mut DispatcherState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            DispatcherMsg::ToolsChanged { added, removed } => {
-                let mut tools = state.table.tools.clone();
-                let mut gone = state.table.removed.clone();
-                if let Some(name) = removed {
-                    tools.remove(&name);
-                    gone.insert(name);
-                }
-                if let Some(t) = added {
-                    gone.remove(&t.name);
-                    tools.insert(t.name.clone(), Arc::new(t));
-                }
-                // Copy on write: a plan still running keeps the table it started with.
-                state.table = Arc::new(ToolTable {
-                    tools,
-                    removed: gone,
-                    grants: state.table.grants.clone(),
-                    executors: state.table.executors.clone(),
-                    paths: state.table.paths.clone(),
-                });
-            }
             DispatcherMsg::CancelAll => {
                 match &state.running {
                     // A plan winds down itself (its plan_end says why).

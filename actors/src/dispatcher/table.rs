@@ -1,22 +1,19 @@
 //! The routing table: where a call goes, in precedence order, and what answers it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::inventory::Inventory;
 use crate::protocol::CallKind;
 use crate::spec::{Grants, SessionPaths};
 use crate::tool::{Executors, RuntimeTool, ToolDecl, ToolExecutor, ToolKind, ToolOrigin};
 use crate::trace::TraceLog;
 
-/// What a call can be routed to: the held tools, the grants and the executors. Shared with a
-/// running plan, whose steps route through the same table.
+/// What a call can be routed to: the held tools (the session's one [`Inventory`]), the grants
+/// and the executors. Shared with a running plan, whose steps route through the same table.
 pub struct ToolTable {
-    pub(super) tools: HashMap<String, Arc<ToolDecl>>,
-    /// Names removed from the session (`remove-artifact`) and not added back: a call to one
-    /// is answered with the original Murmur's removal sentence.
-    pub(super) removed: std::collections::HashSet<String>,
+    pub(super) tools: Inventory,
     pub(super) grants: Grants,
     pub(super) executors: Executors,
     pub(super) paths: SessionPaths,
@@ -50,13 +47,13 @@ impl ToolTable {
             // Held (so granted) and answered by an edge executor: run it like any tool.
             if let Some(t) = self.tools.get(name) {
                 if self.executors.runtime.contains_key(name) {
-                    return Route::Exec(t.clone(), CallKind::Tool);
+                    return Route::Exec(t, CallKind::Tool);
                 }
             }
             return Route::Runtime(rt);
         }
         let held = self.tools.get(name);
-        if let Some(t) = held {
+        if let Some(t) = &held {
             if matches!(t.kind, ToolKind::Native { .. }) {
                 return Route::Exec(t.clone(), CallKind::Tool);
             }
@@ -85,7 +82,7 @@ impl ToolTable {
             Some(t) if matches!(t.kind, ToolKind::Shell { .. }) => Route::Refuse(format!(
                 "binary '{name}' is not in capabilities.shell.allow"
             )),
-            _ if self.removed.contains(name) => Route::Refuse(format!(
+            _ if self.tools.was_removed(name) => Route::Refuse(format!(
                 "tool '{name}' was removed from this session; it can no longer be called"
             )),
             // Upstream's sentence, then the declarations that would have made it exist (seed
@@ -155,6 +152,7 @@ pub fn missing_required(tool: &ToolDecl, input: &Value) -> Option<String> {
 mod tests {
     //! The routing table alone: precedence, refusals and executor choice, in the kernel crate.
 
+    use std::collections::HashMap;
     use std::path::PathBuf;
     use std::time::Duration;
 
@@ -231,8 +229,7 @@ mod tests {
             decl("delegate-task", ToolKind::Runtime),
         ];
         let table = ToolTable {
-            removed: Default::default(),
-            tools: tools.iter().map(|t| (t.name.clone(), t.clone())).collect(),
+            tools: Inventory::new(tools.iter().map(|t| (**t).clone())),
             grants,
             executors: Executors {
                 shell: shell.clone(),
@@ -306,25 +303,24 @@ mod tests {
 
     #[test]
     fn a_removed_tool_is_answered_with_the_removal_sentence() {
-        let mut f = fixture(shell_grants());
-        f.table.tools.remove("edit");
-        f.table.removed.insert("edit".into());
+        let f = fixture(shell_grants());
+        f.table.tools.remove("edit", None);
         assert_eq!(
             route(&f.table, "edit"),
             "refuse: tool 'edit' was removed from this session; it can no longer be called"
         );
         // A removed name that is also a granted binary runs the binary.
-        f.table.removed.insert("cat".into());
+        f.table.tools.remove("cat", None);
         assert_eq!(route(&f.table, "cat"), "shell cat ()");
     }
 
     #[test]
     fn a_held_tool_no_route_can_run_is_not_declared_not_a_binary() {
         // A runtime-kind tool under a name the runtime does not answer: no executor takes it.
-        let mut f = fixture(shell_grants());
+        let f = fixture(shell_grants());
         f.table
             .tools
-            .insert("mystery".into(), decl("mystery", ToolKind::Runtime));
+            .add((*decl("mystery", ToolKind::Runtime)).clone());
         assert_eq!(
             route(&f.table, "mystery"),
             "refuse: tool 'mystery' is not declared in manifest allowlist: no artifacts: entry, skill or capabilities.shell.allow entry names it"
@@ -384,7 +380,7 @@ mod tests {
     #[test]
     fn each_kind_of_tool_goes_to_its_executor() {
         let f = fixture(shell_grants());
-        let pick = |name: &str| f.table.executor(&f.table.tools[name]);
+        let pick = |name: &str| f.table.executor(&f.table.tools.get(name).unwrap());
         assert!(Arc::ptr_eq(&pick("ls"), &f.shell));
         assert!(Arc::ptr_eq(&pick("edit"), &f.native));
         assert!(Arc::ptr_eq(&pick("style"), &f.skill));
@@ -398,7 +394,7 @@ mod tests {
     #[test]
     fn missing_required_fields_are_named_and_null_counts_as_missing() {
         let f = fixture(shell_grants());
-        let edit = &f.table.tools["edit"];
+        let edit = &f.table.tools.get("edit").unwrap();
         assert_eq!(
             missing_required(edit, &json!({"path": "a", "mode": null})).as_deref(),
             Some("edit: missing required field(s) \"mode\"\n\nThis call did not run. edit's input_schema requires: path, mode.")

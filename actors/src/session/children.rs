@@ -5,6 +5,8 @@ use ractor::ActorRef;
 
 use super::{ExitStatus, Life, SessionMsg, SessionState};
 use crate::delegation::{outcome_text, DelegationOutcome, OutcomeStatus};
+use crate::durable::SessionRecords;
+use crate::supervisor::SupervisorMsg;
 use crate::trace::events::{self, DelegationEnd};
 use crate::trace::TraceEvent;
 
@@ -140,6 +142,31 @@ impl SessionState {
         {
             self.continue_with_outcomes(myself);
         }
+    }
+
+    /// A child's actor died (a panic): its delegation settles `crashed`. Its records were never
+    /// flushed by the child itself: its whole folder is, once every line it appended is written.
+    pub(super) fn child_crashed(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        delegation_id: &str,
+        error: String,
+    ) {
+        let Some(o) = self
+            .children
+            .synthesize(delegation_id, OutcomeStatus::Crashed, error)
+        else {
+            return;
+        };
+        let mut records = SessionRecords::new(o.child_records_dir.clone(), &[]);
+        records.drain_first = true;
+        self.record_sync.submit(records);
+        if let Some(sup) = &self.supervisor {
+            let _ = sup.send_message(SupervisorMsg::ChildGone {
+                session_id: o.child_session_id.clone(),
+            });
+        }
+        self.child_outcome(myself, o);
     }
 
     /// A delegation's deadline passed: end its child if it still runs, and settle it

@@ -21,11 +21,12 @@ use std::time::Instant;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::{json, Value};
 
-use crate::delegation::{ChildTable, DelegationOutcome, OutcomeStatus};
+use crate::delegation::{ChildTable, DelegationOutcome};
 use crate::dispatcher::{Dispatcher, DispatcherArgs, DispatcherMsg};
 use crate::durable::{self, RecordSync, SessionRecords};
 use crate::file_lane::{self, Lane};
 use crate::ids;
+use crate::inventory::Inventory;
 use crate::model::{
     History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink, ToolSpec,
 };
@@ -266,7 +267,12 @@ pub struct SessionState {
     /// Who hears the report; taken when it is sent (a crash sends none: ractor tells).
     report_to: Option<ReportSink>,
     system: Arc<str>,
-    tools: Arc<Vec<ToolSpec>>,
+    /// The tools the session holds (shared with its Dispatcher).
+    inventory: Inventory,
+    /// The inventory's version `offered` was built from.
+    offered_version: u64,
+    /// The tool array the model is offered, built from the inventory.
+    offered: Arc<Vec<ToolSpec>>,
     messages: History,
     /// Serialized bytes of system + tools + messages, for the token estimate.
     payload_bytes: usize,
@@ -284,8 +290,6 @@ pub struct SessionState {
     children: ChildTable,
     supervisor: Option<ActorRef<SupervisorMsg>>,
     continuations: u32,
-    /// A pull or removal changed the inventory since the last model call.
-    refresh_tools: bool,
     /// Bytes of the serialized tool array (part of `payload_bytes`).
     tools_bytes: usize,
     /// The tree's record flushes.
@@ -396,6 +400,7 @@ impl SessionState {
 async fn spawn_dispatcher(
     session: &ActorRef<SessionMsg>,
     spec: &SessionSpec,
+    inventory: &Inventory,
     trace: &TraceLog,
     session_event: &str,
     supervisor: Option<ActorRef<SupervisorMsg>>,
@@ -415,7 +420,7 @@ async fn spawn_dispatcher(
             session_event: session_event.to_string(),
             delegation_deadline: spec.delegation_deadline,
             session: session.clone(),
-            tools: spec.tools.clone(),
+            tools: inventory.clone(),
             grants: spec.grants.clone(),
             executors: spec.executors.clone(),
             paths: spec.paths.clone(),
@@ -451,10 +456,10 @@ impl Actor for Session {
         myself: ActorRef<Self::Msg>,
         args: SessionArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let mut spec = args.spec;
-        spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let spec = args.spec;
+        let inventory = Inventory::new(spec.tools.iter().cloned());
         let system: Arc<str> = prompt::system_prompt(&spec).into();
-        let tools: Arc<Vec<ToolSpec>> = Arc::new(spec.tools.iter().map(|t| t.spec()).collect());
+        let tools: Arc<Vec<ToolSpec>> = Arc::new(inventory.specs());
         let seed = spec.continuation.seed.clone();
         let messages = match &seed {
             Some(seed) if !seed.messages.is_empty() => History::from(seed.messages.clone()),
@@ -586,6 +591,7 @@ impl Actor for Session {
                 spawn_dispatcher(
                     &myself,
                     &spec,
+                    &inventory,
                     &trace,
                     &session_event,
                     args.supervisor.clone(),
@@ -609,7 +615,9 @@ impl Actor for Session {
             system_sha: hashes.then(|| sha256_hex(system.as_bytes())),
             tools_sha: hashes.then(|| sha256_hex(&tools_json)),
             system,
-            tools,
+            inventory,
+            offered_version: 0,
+            offered: tools,
             messages,
             payload_bytes,
             trace,
@@ -627,7 +635,6 @@ impl Actor for Session {
             children: ChildTable::default(),
             supervisor: args.supervisor,
             continuations: 0,
-            refresh_tools: false,
             tools_bytes: tools_json.len(),
             record_sync: args.records,
             records: own_records(&spec.paths),
@@ -699,6 +706,7 @@ impl Actor for Session {
                     let started = spawn_dispatcher(
                         &myself,
                         &state.spec,
+                        &state.inventory,
                         &state.trace,
                         &state.session_event,
                         state.supervisor.clone(),
@@ -788,34 +796,22 @@ impl Actor for Session {
         if let SupervisionEvent::ActorFailed(who, err) = event {
             let from_dispatcher =
                 state.dispatcher.as_ref().map(|d| d.get_id()) == Some(who.get_id());
-            if from_dispatcher && !state.life.is_over() {
-                state.fail(
-                    &myself,
-                    "runtime_error",
-                    &format!("the dispatcher failed: {err}"),
-                );
+            if from_dispatcher {
+                if !state.life.is_over() {
+                    state.fail(
+                        &myself,
+                        "runtime_error",
+                        &format!("the dispatcher failed: {err}"),
+                    );
+                }
                 return Ok(());
             }
-            let Some(dlg) = state.children.by_actor(who.get_id()).map(str::to_string) else {
-                return Ok(());
-            };
-            if let Some(o) = state.children.synthesize(
-                &dlg,
-                OutcomeStatus::Crashed,
-                truncate(&err.to_string(), 2000),
-            ) {
-                // A crashed child never flushed its records: flush its whole folder (its own
-                // children's included) once every line it appended is written.
-                let dir = o.child_records_dir.clone();
-                let mut records = SessionRecords::new(dir, &[]);
-                records.drain_first = true;
-                state.record_sync.submit(records);
-                if let Some(sup) = &state.supervisor {
-                    let _ = sup.send_message(SupervisorMsg::ChildGone {
-                        session_id: o.child_session_id.clone(),
-                    });
-                }
-                state.child_outcome(&myself, o);
+            let error = truncate(&err.to_string(), 2000);
+            match state.children.by_actor(who.get_id()).map(str::to_string) {
+                Some(dlg) => state.child_crashed(&myself, &dlg, error),
+                // Its start is not recorded yet (the delegate-task answer is still queued
+                // behind this higher-priority event): settled when it is.
+                None => state.children.crashed_before_known(who.get_id(), error),
             }
         }
         Ok(())

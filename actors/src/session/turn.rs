@@ -12,10 +12,9 @@ use super::{
     cache_key, max_turns_text, ExitStatus, Life, SessionMsg, SessionRetrySink, SessionState,
 };
 use crate::dispatcher::DispatcherMsg;
-use crate::model::{
-    ContentBlock, InferError, InferReply, InferRequest, Message, StopReason, ToolSpec,
-};
-use crate::protocol::{CallKind, CallRequest, CallResult, Dispatched, Effect, ToolsChange};
+use crate::model::{ContentBlock, InferError, InferReply, InferRequest, Message, StopReason};
+use crate::protocol::{CallKind, CallRequest, CallResult, Dispatched, Effect};
+use crate::registry::Pulled;
 use crate::spec::Capture;
 use crate::task::OwnedTask;
 use crate::text::{estimate_tokens, sha256_hex, truncate};
@@ -85,7 +84,7 @@ impl SessionState {
             max_tokens: self.spec.max_tokens,
             system: self.system.clone(),
             messages: self.messages.clone(),
-            tools: self.tools.clone(),
+            tools: self.offered.clone(),
             prompt_cache_key: Some(cache_key(
                 &self.spec.capsule_name,
                 &self.spec.capsule_version,
@@ -248,10 +247,10 @@ impl SessionState {
         self.fail(myself, err.kind.as_str(), &err.message);
     }
 
-    /// A pull or removal changed the inventory: record it, and offer the new tool array from
-    /// the next model call (with a `tools_refreshed` line before it).
-    pub(super) fn tools_changed(&mut self, change: ToolsChange) {
-        if let Some(p) = change.pulled {
+    /// A pull added an artifact: record it. (The inventory changed where the call ran; the
+    /// new tool array is offered from the next model call, with a `tools_refreshed` line.)
+    pub(super) fn pulled(&mut self, p: Pulled) {
+        {
             self.emit(
                 TraceEvent::new("artifact_pulled", Some(&self.session_event))
                     .with("name", &p.name)
@@ -273,32 +272,23 @@ impl SessionState {
                     .with("fetched_from", &p.fetched_from)
                     .with_opt("owner_id", p.owner_id),
             );
-            self.spec.tools.retain(|t| t.name != p.tool.name);
-            self.spec.tools.push(p.tool);
         }
-        if let Some(name) = change.removed {
-            self.spec.tools.retain(|t| t.name != name);
-            // A removed artifact hands its name back to a same-named shell binary.
-            if self.spec.grants.shell_allow.contains(&name) {
-                self.spec.tools.push(crate::provided::shell_tool(&name));
-            }
-        }
-        self.spec.tools.sort_by(|a, b| a.name.cmp(&b.name));
-        self.refresh_tools = true;
     }
 
     /// Rebuild the held tool array if the agent changed it; writes `tools_refreshed` when the
     /// array the model is sent differs.
     pub(super) fn refresh_tool_array(&mut self) {
-        if !std::mem::take(&mut self.refresh_tools) {
+        let version = self.inventory.version();
+        if version == self.offered_version {
             return;
         }
-        let tools: Vec<ToolSpec> = self.spec.tools.iter().map(|t| t.spec()).collect();
-        if tools == *self.tools {
+        self.offered_version = version;
+        let tools = self.inventory.specs();
+        if tools == *self.offered {
             return;
         }
         let before: std::collections::BTreeSet<&str> =
-            self.tools.iter().map(|t| t.name.as_str()).collect();
+            self.offered.iter().map(|t| t.name.as_str()).collect();
         let after: std::collections::BTreeSet<&str> =
             tools.iter().map(|t| t.name.as_str()).collect();
         let added: Vec<&str> = after.difference(&before).copied().collect();
@@ -320,7 +310,7 @@ impl SessionState {
         if self.tools_sha.is_some() {
             self.tools_sha = Some(sha256_hex(&json));
         }
-        self.tools = Arc::new(tools);
+        self.offered = Arc::new(tools);
     }
 
     /// Send the turn's next tool call to the Dispatcher, or the next model call once none is
@@ -436,7 +426,7 @@ impl SessionState {
         // A pull's `artifact_pulled` line comes before its `tool_call` line, as upstream
         // writes them.
         match d.effect.take() {
-            Some(Effect::ToolsChanged(change)) => self.tools_changed(*change),
+            Some(Effect::Pulled(p)) => self.pulled(*p),
             other => d.effect = other,
         }
         self.emit(ev);
@@ -480,6 +470,10 @@ impl SessionState {
                     },
                 ));
                 self.children.started(&started, &capsule, &version);
+                if let Some(error) = self.children.take_early_crash(started.child.get_id()) {
+                    // It crashed before this answer reached the session.
+                    self.child_crashed(myself, &started.delegation_id, error);
+                }
                 let delegation_id = started.delegation_id.clone();
                 new_delegation = Some(delegation_id.clone());
                 myself.send_after(self.spec.delegation_deadline, move || {
@@ -504,7 +498,7 @@ impl SessionState {
                 },
             )),
             // A tools change was taken (and recorded) before the tool_call line, above.
-            Some(Effect::ToolsChanged(_)) | Some(Effect::CallDenied(_)) | None => {}
+            Some(Effect::Pulled(_)) | Some(Effect::CallDenied(_)) | None => {}
         }
         let text = match result {
             CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
@@ -557,7 +551,7 @@ impl SessionState {
             .is_some_and(|s| !self.bodies.contains(s))
         {
             let sha = self.tools_sha.clone().unwrap_or_default();
-            let json = serde_json::to_vec(&*self.tools).unwrap_or_default();
+            let json = serde_json::to_vec(&*self.offered).unwrap_or_default();
             self.emit(
                 TraceEvent::new("body", Some(&self.session_event))
                     .with("kind", "tools")
