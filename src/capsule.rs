@@ -351,6 +351,7 @@ pub fn session_spec_with(
         artifacts,
         containment,
         owns_workdir: place.owns_workdir,
+        continuation: Default::default(),
     };
     Ok((spec, decision.warnings))
 }

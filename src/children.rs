@@ -27,10 +27,16 @@ struct Loaded {
     driver: Arc<dyn ModelDriver>,
 }
 
+/// Builds a capsule's model driver from its manifest.
+pub type DriverMaker =
+    dyn Fn(&LoadedManifest) -> Result<Arc<dyn ModelDriver>, String> + Send + Sync;
+
 /// A resolver over stores (or any [`Locator`]) with a per-capsule cache.
 pub struct ManifestResolver {
     locate: Box<Locator>,
     cache: Mutex<HashMap<(String, String), Arc<Loaded>>>,
+    /// `None`: the driver the manifest names.
+    make_driver: Option<Box<DriverMaker>>,
 }
 
 impl ManifestResolver {
@@ -39,7 +45,15 @@ impl ManifestResolver {
         ManifestResolver {
             locate,
             cache: Mutex::new(HashMap::new()),
+            make_driver: None,
         }
+    }
+
+    /// This resolver with children's drivers built by `make` instead of from their manifests
+    /// (a replay answers every child from its recording: no key, no network).
+    pub fn with_drivers(mut self, make: Box<DriverMaker>) -> Self {
+        self.make_driver = Some(make);
+        self
     }
 
     fn load(&self, name: &str, version: &str) -> Result<Arc<Loaded>, String> {
@@ -58,12 +72,11 @@ impl ManifestResolver {
                 d.message
             )
         })?;
-        let driver = capsule::driver(&loaded).map_err(|d| {
-            format!(
-                "the sub-capsule '{name}@{version}' cannot run: {}",
-                d.message
-            )
-        })?;
+        let driver = match &self.make_driver {
+            Some(make) => make(&loaded),
+            None => capsule::driver(&loaded).map_err(|d| d.message),
+        }
+        .map_err(|why| format!("the sub-capsule '{name}@{version}' cannot run: {why}"))?;
         let entry = Arc::new(Loaded {
             manifest: loaded,
             driver,

@@ -126,11 +126,22 @@ pub fn trace_file(bytes: &[u8]) {
             session: session.clone(),
             workdir: workdir.clone(),
             json: false,
+            body: None,
+            turn: None,
         },
         TraceCommand::Show {
             session: session.clone(),
             workdir: workdir.clone(),
             json: true,
+            body: None,
+            turn: None,
+        },
+        TraceCommand::Show {
+            session: session.clone(),
+            workdir: workdir.clone(),
+            json: false,
+            body: Some("response".into()),
+            turn: Some(0),
         },
         TraceCommand::Steps {
             session: session.clone(),

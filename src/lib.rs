@@ -19,6 +19,8 @@ pub mod manifest;
 pub mod output;
 pub mod peer;
 pub mod progress;
+pub mod replay;
+pub mod resume;
 pub mod run;
 pub mod tls;
 pub mod tools;

@@ -47,6 +47,18 @@ enum Command {
         #[arg(long)]
         strict: bool,
     },
+    /// Run a recorded session again offline and name the first divergence (needs
+    /// trace.capture: content).
+    #[command(
+        after_help = "Examples:\n  mur replay\n  mur replay @2 --tools recorded\n  mur replay 3e4b --json"
+    )]
+    Replay(mur::replay::ReplayArgs),
+    /// Continue a session that failed, was canceled or was killed, from its last complete
+    /// turn (needs trace.capture: content).
+    #[command(
+        after_help = "Examples:\n  mur resume\n  mur resume 3e4b -v\n  mur resume @2 --force"
+    )]
+    Resume(mur::resume::ResumeArgs),
     /// Read session traces.
     #[command(
         subcommand,
@@ -175,6 +187,34 @@ fn main() -> ExitCode {
             // printed): idle threads are not waited for on the way out.
             rt.shutdown_background();
             code
+        }
+        Command::Replay(args) => {
+            init_logs(0, None);
+            match tokio::runtime::Runtime::new() {
+                Ok(rt) => {
+                    let code = rt.block_on(mur::replay::run(args));
+                    rt.shutdown_background();
+                    code
+                }
+                Err(e) => {
+                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
+                    1
+                }
+            }
+        }
+        Command::Resume(args) => {
+            init_logs(0, None);
+            match tokio::runtime::Runtime::new() {
+                Ok(rt) => {
+                    let code = rt.block_on(mur::resume::run(args));
+                    rt.shutdown_background();
+                    code
+                }
+                Err(e) => {
+                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
+                    1
+                }
+            }
         }
         Command::Doctor {
             manifest,

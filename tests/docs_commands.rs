@@ -22,6 +22,7 @@ use common::*;
 const DOCS: &[(&str, &str)] = &[
     ("README.md", "."),
     ("docs/quickstart.md", "."),
+    ("docs/replay.md", "."),
     ("examples/hello/README.md", "."),
     (
         "examples/delegation-tree/README.md",

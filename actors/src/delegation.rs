@@ -292,6 +292,31 @@ impl ChildTable {
             .count()
     }
 
+    /// How many outcomes are settled and not yet delivered.
+    pub fn settled_count(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|e| matches!(e.state, ChildState::Settled(_)))
+            .count()
+    }
+
+    /// At most `n` of the settled outcomes, in delegation-id order; removes them.
+    pub fn take_settled_at_most(&mut self, n: usize) -> Vec<DelegationOutcome> {
+        let done: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.state, ChildState::Settled(_)))
+            .map(|(k, _)| k.clone())
+            .take(n)
+            .collect();
+        done.into_iter()
+            .filter_map(|k| match self.entries.remove(&k)?.state {
+                ChildState::Settled(o) => Some(*o),
+                ChildState::Running(_) => None,
+            })
+            .collect()
+    }
+
     /// Outcomes settled and not yet delivered, in delegation-id order; removes them.
     pub fn take_settled(&mut self) -> Vec<DelegationOutcome> {
         let done: Vec<String> = self

@@ -115,6 +115,8 @@ pub struct SessionSpec {
     /// The runtime made the work folder for this session (not `--workdir`): staging links
     /// `tools/` there, so the model finds `tools/<name>/murmur.yaml` in its own folder.
     pub owns_workdir: bool,
+    /// A replay or a resume of a recorded session; the default for a fresh one.
+    pub continuation: crate::continuation::Continuation,
 }
 
 impl SessionSpec {
@@ -156,6 +158,7 @@ impl SessionSpec {
             artifacts: None,
             containment: ContainmentFacts::default(),
             owns_workdir: false,
+            continuation: Default::default(),
         }
     }
 }

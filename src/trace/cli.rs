@@ -32,6 +32,12 @@ pub enum TraceCommand {
         /// Print one JSON document instead of text.
         #[arg(long)]
         json: bool,
+        /// Print a recorded body instead: system, tools, response (with --turn), or a sha256.
+        #[arg(long, value_name = "SELECTOR", conflicts_with = "json")]
+        body: Option<String>,
+        /// The 0-based turn whose body --body prints.
+        #[arg(long, value_name = "N")]
+        turn: Option<u32>,
     },
     /// Turn-by-turn summary of what the agent did.
     Steps {
@@ -121,7 +127,22 @@ pub fn execute(cmd: TraceCommand, st: &Style) -> Result<Output, Vec<Diagnostic>>
             session,
             workdir,
             json,
+            body,
+            turn,
         } => {
+            if let Some(selector) = body {
+                let path = address::resolve(session.as_deref(), &dir(workdir)).map_err(one)?;
+                // The bytes as sent or received: their sha256 is the recorded hash.
+                return Ok(super::body::body(&path, &selector, turn)
+                    .map_err(one)?
+                    .into());
+            }
+            if turn.is_some() {
+                return Err(one(Diagnostic::error(
+                    "E-TRC-001",
+                    "--turn has no meaning without --body",
+                )));
+            }
             let s = open(session.as_deref(), &dir(workdir), Detail::Full).map_err(one)?;
             Ok(if json {
                 to_json(&show::json(&s))

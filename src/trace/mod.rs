@@ -7,9 +7,11 @@
 //! - [`summary`] folds those events into a [`record::Summary`] in one pass;
 //! - [`address`] turns a session address (`@N`, id suffix, full id, path) into a trace path;
 //! - [`tree`] follows delegations into children's traces;
-//! - [`show`], [`steps`], [`diff`], [`report`] render; [`cli`] parses arguments.
+//! - [`show`], [`steps`], [`diff`], [`report`] render; [`body`] prints recorded bodies
+//!   (`--body`); [`cli`] parses arguments.
 
 pub mod address;
+pub mod body;
 pub mod cli;
 pub mod diff;
 pub mod event;

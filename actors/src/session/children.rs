@@ -6,7 +6,6 @@ use ractor::ActorRef;
 use super::{ExitStatus, Life, SessionMsg, SessionState};
 use crate::delegation::{outcome_text, DelegationOutcome, OutcomeStatus};
 use crate::durable::SessionRecords;
-use crate::model::Message;
 use crate::supervisor::SupervisorMsg;
 use crate::trace::events::{self, DelegationEnd};
 use crate::trace::TraceEvent;
@@ -45,7 +44,40 @@ impl SessionState {
                 outcome_text(o)
             })
             .collect();
-        self.push_message(Message::user_text(texts.join("\n\n")));
+        let ids: Vec<&str> = settled.iter().map(|o| o.delegation_id.as_str()).collect();
+        self.outcomes_delivered += settled.len() as u32;
+        self.push_user(texts.join("\n\n"), &ids);
+    }
+
+    /// The outcomes the next model call may read: every settled one, or under a replay's
+    /// schedule ([`crate::continuation::Continuation::outcomes_before`]) no more than the
+    /// recording had delivered by then.
+    pub(super) fn take_deliverable(&mut self) -> Vec<DelegationOutcome> {
+        match self.scheduled() {
+            None => self.children.take_settled(),
+            Some(want) => {
+                let n = want.saturating_sub(self.outcomes_delivered);
+                self.children.take_settled_at_most(n as usize)
+            }
+        }
+    }
+
+    /// The recorded count of outcomes read before the next model call, under a schedule.
+    fn scheduled(&self) -> Option<u32> {
+        let schedule = self.spec.continuation.outcomes_before.as_ref()?;
+        schedule.get(self.totals.turns as usize).copied()
+    }
+
+    /// Under a schedule: the outcomes the next model call must read are all in.
+    pub(super) fn schedule_met(&self) -> bool {
+        self.scheduled().is_some_and(|want| {
+            self.outcomes_delivered + self.children.settled_count() as u32 >= want
+        })
+    }
+
+    /// Under a schedule: the next model call waits for outcomes still running.
+    pub(super) fn waits_for_schedule(&self) -> bool {
+        self.scheduled().is_some() && !self.schedule_met() && self.children.outstanding() > 0
     }
 
     /// The model ended its turn and every outcome is in: continue the task once with all of them.
@@ -53,7 +85,7 @@ impl SessionState {
         let Life::Waiting { since } = self.life else {
             return;
         };
-        let settled = self.children.take_settled();
+        let settled = self.take_deliverable();
         self.continuations += 1;
         let ids: Vec<&str> = settled.iter().map(|o| o.delegation_id.as_str()).collect();
         self.emit(
@@ -105,7 +137,9 @@ impl SessionState {
         self.totals.output_tokens += tokens.1;
         self.delegated.0 += tokens.0;
         self.delegated.1 += tokens.1;
-        if matches!(self.life, Life::Waiting { .. }) && self.children.outstanding() == 0 {
+        if matches!(self.life, Life::Waiting { .. })
+            && (self.children.outstanding() == 0 || self.schedule_met())
+        {
             self.continue_with_outcomes(myself);
         }
     }

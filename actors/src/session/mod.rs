@@ -299,6 +299,16 @@ pub struct SessionState {
     /// What this session leaves to be flushed when it ends (the folders it made are added by
     /// staging).
     records: SessionRecords,
+    /// A resumed session waits for its re-delegations before its next model call.
+    seed_waits: bool,
+    /// Delegation outcomes shown to the model so far (a replay's schedule counts them).
+    outcomes_delivered: u32,
+    /// Hashes of the `body` lines written (`trace.capture: content`): each body once.
+    bodies: Vec<String>,
+    /// Calls a resumed session makes before its next model call (taken at `Begin`).
+    seed_calls: Vec<crate::continuation::SeedCall>,
+    /// Ids of re-delegations among them: their results are notes, not tool messages.
+    redelegations: std::collections::HashMap<String, String>,
 }
 
 /// What a session's end flushes: its records folder, less its children's folders and a work
@@ -457,13 +467,21 @@ impl Actor for Session {
         let inventory = Inventory::new(spec.tools.iter().cloned());
         let system: Arc<str> = prompt::system_prompt(&spec).into();
         let tools: Arc<Vec<ToolSpec>> = Arc::new(inventory.specs());
-        let first = Message::user_text(spec.task.clone());
-        let messages = History::from(vec![first]);
+        let seed = spec.continuation.seed.clone();
+        let messages = match &seed {
+            Some(seed) if !seed.messages.is_empty() => History::from(seed.messages.clone()),
+            _ => History::from(vec![Message::user_text(spec.task.clone())]),
+        };
+        let seed_calls = seed.as_ref().map(|s| s.pending.clone()).unwrap_or_default();
         // The first model call goes out before anything else is set up (trace writer,
         // dispatcher, hashes, files): a delegated child starts thinking at once. `Begin` is
         // queued first, so it (staging) is handled before that call's answer.
         myself.send_message(SessionMsg::Begin)?;
-        let first_call = (!spec.task.trim().is_empty() && spec.max_turns != Some(0)).then(|| {
+        let first_turn = seed.as_ref().map_or(0, |s| s.totals.turns);
+        let first_call = (!spec.task.trim().is_empty()
+            && spec.max_turns.is_none_or(|max| first_turn < max)
+            && seed_calls.is_empty())
+        .then(|| {
             spawn_infer(
                 myself.clone(),
                 spec.driver.clone(),
@@ -475,7 +493,7 @@ impl Actor for Session {
                     tools: tools.clone(),
                     prompt_cache_key: Some(cache_key(&spec.capsule_name, &spec.capsule_version)),
                 },
-                0,
+                first_turn,
             )
         });
         let paths = &spec.paths;
@@ -517,7 +535,24 @@ impl Actor for Session {
             .with("driver", spec.driver.name())
             .with("tool_refresh", &spec.tool_refresh)
             .with("runtime_artifacts", Vec::<Value>::new())
-            .with("resumed_from", Value::Null)
+            .with("resumed_from", &spec.continuation.resumed_from)
+            .with_opt("replay_of", spec.continuation.replay_of.as_ref())
+            .with_opt(
+                "resumed_totals",
+                spec.continuation
+                    .resumed_from
+                    .as_ref()
+                    .and(seed.as_ref())
+                    .map(|s| {
+                        let t = s.totals;
+                        json!({"turns": t.turns, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "tool_calls": t.tool_calls, "shell_calls": t.shell_calls})
+                    }),
+            )
+            .with_opt(
+                "workdir",
+                (spec.capture == Capture::Content)
+                    .then(|| spec.paths.workdir.display().to_string()),
+            )
             .with("context_id", Value::Null)
             .with_opt(
                 "spawned_by",
@@ -546,7 +581,11 @@ impl Actor for Session {
             .with("origin", "user")
             .with("trust", "trusted")
             .with("lane", "user")
-            .with("message_parts_bytes", spec.task.len());
+            .with("message_parts_bytes", spec.task.len())
+            .with_opt(
+                "task",
+                (spec.capture == Capture::Content).then_some(&spec.task),
+            );
         let task_event = task.event_id.clone();
         log_event(&spec.session_id, &task);
         trace.append(task);
@@ -571,9 +610,10 @@ impl Actor for Session {
 
         let payload_bytes = system.len()
             + tools_json.len()
-            + serde_json::to_vec(&messages[0])
-                .map(|v| v.len())
-                .unwrap_or(0);
+            + messages
+                .iter()
+                .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
+                .sum::<usize>();
         Ok(SessionState {
             life: match first_call {
                 Some(call) => Life::Inferring { _call: call },
@@ -595,8 +635,8 @@ impl Actor for Session {
             session_event,
             turn_event: task_event.clone(),
             task_event,
-            turn: 0,
-            totals: Totals::default(),
+            turn: first_turn,
+            totals: seed.as_ref().map(|s| s.totals).unwrap_or_default(),
             delegated: (0, 0),
             started: Instant::now(),
             children: ChildTable::default(),
@@ -605,6 +645,11 @@ impl Actor for Session {
             tools_bytes: tools_json.len(),
             record_sync: args.records,
             records: own_records(&spec.paths),
+            bodies: Vec::new(),
+            outcomes_delivered: 0,
+            seed_waits: seed.as_ref().is_some_and(|s| s.waiting),
+            seed_calls,
+            redelegations: Default::default(),
             spec,
         })
     }

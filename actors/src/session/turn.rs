@@ -1,6 +1,7 @@
 //! The turn loop of a [`Session`](super::Session): one model call, its tool calls one at a
 //! time, the next model call; the tool array refreshed when a pull or removal changed it.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -37,7 +38,11 @@ impl SessionState {
             return;
         }
         if let Life::Starting = self.life {
-            self.start_turn(myself);
+            if self.seed_calls.is_empty() {
+                self.start_turn(myself);
+            } else {
+                self.take_seed_calls(myself);
+            }
         }
         if let Err(e) = self.stage().await {
             self.fail(myself, "runtime_error", &e.to_string());
@@ -46,8 +51,27 @@ impl SessionState {
 
     /// Deliver settled outcomes, then send the next model call (or end at `max_turns`).
     pub(super) fn start_turn(&mut self, myself: &ActorRef<SessionMsg>) {
-        let settled = self.children.take_settled();
+        if std::mem::take(&mut self.seed_waits) && self.children.outstanding() > 0 {
+            // A resumed session that was waiting for delegations waits for them again.
+            self.life = Life::Waiting {
+                since: Instant::now(),
+            };
+            return;
+        }
+        if self.waits_for_schedule() {
+            // A replay: the recorded model read outcomes still running here before this call.
+            self.life = Life::Waiting {
+                since: Instant::now(),
+            };
+            return;
+        }
+        let settled = self.take_deliverable();
         self.deliver(settled);
+        if let Some(playback) = self.spec.continuation.playback.clone() {
+            for text in playback.injected(self.totals.turns) {
+                self.push_user(text, &[]);
+            }
+        }
         self.refresh_tool_array();
         if let Some(max) = self.spec.max_turns {
             if self.totals.turns >= max {
@@ -118,6 +142,12 @@ impl SessionState {
                 .with("tools_sha", &self.tools_sha)
                 .with("response_sha", sha256_hex(&response));
         }
+        if self.spec.capture == Capture::Content {
+            self.write_bodies();
+            // The reply as received: its blocks (the bytes `response_sha` hashes); the stop
+            // reason and usage are fields of the line already.
+            ev = ev.with("response", String::from_utf8_lossy(&response));
+        }
         self.turn_event = ev.event_id.clone();
         self.emit(ev);
         match reply.stop_reason {
@@ -168,7 +198,15 @@ impl SessionState {
                     self.life = Life::Waiting {
                         since: Instant::now(),
                     };
-                } else if self.children.has_settled() && turns_left {
+                } else if turns_left
+                    && (self.children.has_settled()
+                        || self
+                            .spec
+                            .continuation
+                            .playback
+                            .as_ref()
+                            .is_some_and(|p| !p.injected(self.totals.turns).is_empty()))
+                {
                     self.life = Life::Waiting {
                         since: Instant::now(),
                     };
@@ -281,6 +319,17 @@ impl SessionState {
         let Life::Calling { queue } = &mut self.life else {
             return;
         };
+        if let Some(playback) = self.spec.continuation.playback.clone() {
+            // `mur replay --tools recorded`: nothing runs, the recording answers.
+            match queue.pop_front() {
+                Some(call) => {
+                    let d = playback.answer(call);
+                    let _ = myself.send_message(SessionMsg::ToolDone(Box::new(d)));
+                }
+                None => self.start_turn(myself),
+            }
+            return;
+        }
         match (queue.pop_front(), &self.dispatcher) {
             (Some(call), Some(dispatcher)) => {
                 let _ = dispatcher.send_message(DispatcherMsg::Dispatch(call));
@@ -304,7 +353,15 @@ impl SessionState {
                     .with("event", &denied.event)
                     .with("hook_name", &denied.hook)
                     .with("target", &denied.target)
-                    .with("reason", truncate(&denied.reason, 2000)),
+                    .with("reason", truncate(&denied.reason, 2000))
+                    .with_opt(
+                        "tool_call_id",
+                        (self.spec.capture == Capture::Content).then_some(&d.request.id),
+                    )
+                    .with_opt(
+                        "output",
+                        (self.spec.capture == Capture::Content).then(|| d.text()),
+                    ),
             );
             let text = d.text().to_string();
             self.push_message(Message::Tool {
@@ -342,6 +399,8 @@ impl SessionState {
                 .with("turn", d.request.turn)
                 .with("task_id", &self.task_id)
                 .with("skill_name", &d.request.name)
+                .with_opt("tool_call_id", content.then_some(&d.request.id))
+                .with_opt("output", content.then(|| d.text()))
                 .with("output_bytes", output_bytes)
                 .with("duration_ms", d.duration_ms)
                 .with("status", status)
@@ -392,6 +451,7 @@ impl SessionState {
             effect,
             ..
         } = d;
+        let mut new_delegation = None;
         match effect {
             Some(Effect::DelegationStarted {
                 started,
@@ -415,6 +475,7 @@ impl SessionState {
                     self.child_crashed(myself, &started.delegation_id, error);
                 }
                 let delegation_id = started.delegation_id.clone();
+                new_delegation = Some(delegation_id.clone());
                 myself.send_after(self.spec.delegation_deadline, move || {
                     SessionMsg::DelegationDeadline { delegation_id }
                 });
@@ -442,11 +503,98 @@ impl SessionState {
         let text = match result {
             CallResult::Ran { text, .. } | CallResult::Refused { text } => text,
         };
+        if let Some(old) = self.redelegations.remove(&request.id) {
+            // A resumed session delegated again what was still running: the model holds the
+            // old delegation's result already; it hears of the new one as a note.
+            let new = new_delegation;
+            self.emit(
+                TraceEvent::new("delegation_restarted", Some(&self.session_event))
+                    .with("previous_delegation_id", &old)
+                    .with("delegation_id", &new)
+                    .with("resumed_from", &self.spec.continuation.resumed_from),
+            );
+            let note = format!("[resume] delegation {old} was still running when the session stopped; it was delegated again: {text}");
+            self.push_user(note, &[]);
+            self.dispatch_next(myself);
+            return;
+        }
         self.push_message(Message::Tool {
             tool_call_id: request.id,
             is_error,
             content: vec![ContentBlock::Text { text }],
         });
+        self.dispatch_next(myself);
+    }
+}
+
+impl SessionState {
+    /// Write the `body` lines (system prompt, tool array) this turn's hashes name and the
+    /// trace does not hold yet: each body once, before the first line that names it.
+    fn write_bodies(&mut self) {
+        if self
+            .system_sha
+            .as_ref()
+            .is_some_and(|s| !self.bodies.contains(s))
+        {
+            let sha = self.system_sha.clone().unwrap_or_default();
+            self.emit(
+                TraceEvent::new("body", Some(&self.session_event))
+                    .with("kind", "system")
+                    .with("sha256", &sha)
+                    .with("body", &*self.system),
+            );
+            self.bodies.push(sha);
+        }
+        if self
+            .tools_sha
+            .as_ref()
+            .is_some_and(|s| !self.bodies.contains(s))
+        {
+            let sha = self.tools_sha.clone().unwrap_or_default();
+            let json = serde_json::to_vec(&*self.offered).unwrap_or_default();
+            self.emit(
+                TraceEvent::new("body", Some(&self.session_event))
+                    .with("kind", "tools")
+                    .with("sha256", &sha)
+                    .with("body", String::from_utf8_lossy(&json)),
+            );
+            self.bodies.push(sha);
+        }
+    }
+
+    /// Push a user message the runtime wrote (outcomes, notes); under `trace.capture:
+    /// content` it is recorded as a `user_message` line, so a resume can rebuild it.
+    pub(super) fn push_user(&mut self, text: String, delegations: &[&str]) {
+        if self.spec.capture == Capture::Content {
+            self.emit(
+                TraceEvent::new("user_message", Some(&self.task_event))
+                    .with("turn", self.totals.turns)
+                    .with("task_id", &self.task_id)
+                    .with("delegations", delegations)
+                    .with("text", &text),
+            );
+        }
+        self.push_message(Message::user_text(text));
+    }
+
+    /// A resumed session's first step: the calls its last turn had not finished, and the
+    /// delegations to start again, before its next model call.
+    pub(super) fn take_seed_calls(&mut self, myself: &ActorRef<SessionMsg>) {
+        let mut queue = VecDeque::new();
+        for (seq, c) in std::mem::take(&mut self.seed_calls).into_iter().enumerate() {
+            if let Some(old) = &c.redelegates {
+                self.redelegations.insert(c.id.clone(), old.clone());
+            }
+            queue.push_back(CallRequest {
+                seq,
+                turn: c.turn,
+                id: c.id,
+                name: c.name,
+                input: c.input,
+                parent_event: self.task_event.clone(),
+            });
+        }
+        self.life = Life::Calling { queue };
         self.dispatch_next(myself);
     }
 }
