@@ -134,8 +134,10 @@ pub async fn launch(
     let report = tokio::select! {
         r = &mut rx => r,
         _ = interrupted() => {
-            if !crate::progress::interrupted() {
-                tracing::info!("Ctrl-C: canceling the session (press Ctrl-C again to exit at once)");
+            // On a terminal the progress says what the run still waits for; piped, one line
+            // says it, unless -q asked for nothing but errors.
+            if !crate::progress::interrupted() && !header.quiet {
+                crate::errln!("Ctrl-C: canceling the run; waiting for the session and its sub-capsules to stop and write their last trace lines (Ctrl-C again exits at once)");
             }
             let _ = sup.send_message(SupervisorMsg::Shutdown { reason: "interrupted (Ctrl-C)".into() });
             tokio::select! {

@@ -198,9 +198,16 @@ fn ctrl_c_ends_the_whole_tree_with_no_process_left_and_every_trace_complete() {
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(1));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
     assert!(!running(), "no process of the tree is left");
+    // Piped, Ctrl-C says what the run waits for, once.
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("Ctrl-C: canceling the run; waiting for the session and its sub-capsules to stop and write their last trace lines (Ctrl-C again exits at once)\n").count(),
+        1,
+        "{err}"
+    );
     let s = &p.sessions()[0];
     let t = trace(&s.join("trace.jsonl"));
     assert_eq!(t.last().unwrap()["exit_status"], "canceled");

@@ -287,13 +287,26 @@ fn ctrl_c_says_what_the_run_is_waiting_for() {
     let p = Project::new();
     p.write(
         "murmur.yaml",
-        &scripted_manifest("sleeper", "capabilities:\n  shell:\n    allow: [bash]\n"),
+        &format!(
+            "{}trace:\n  capture: content\n",
+            scripted_manifest("sleeper", "capabilities:\n  shell:\n    allow: [bash]\n")
+        ),
     );
     p.write(
         "script.yaml",
         "turns:\n  - call:\n      - tool: bash\n        input: {command: \"sleep 60\"}\n  - say: done\n",
     );
     let pty = run_on_pty(&p, &["run", "--task", "wait"]);
+    // If the command fails instead of running, the trace (content captured) says why.
+    let why = || {
+        p.sessions()
+            .iter()
+            .filter_map(|s| std::fs::read_to_string(s.join("trace.jsonl")).ok())
+            .flat_map(|t| t.lines().map(str::to_string).collect::<Vec<_>>())
+            .filter(|l| l.contains("\"tool_call\"") || l.contains("\"session_start\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     // The spinner says the command runs; then the user presses Ctrl-C.
     pty.wait_for("sleeper · turn 0 · running bash");
     // SAFETY: kill only sends a signal to the child we started.
@@ -302,7 +315,8 @@ fn ctrl_c_says_what_the_run_is_waiting_for() {
     let shown = plain(&bytes);
     assert!(
         shown.contains("Ctrl-C: canceling the run; waiting for sleeper (turn 0 · running bash) to stop and write their last trace lines (Ctrl-C again exits at once)"),
-        "{shown}"
+        "{shown}\n--- trace:\n{}",
+        why()
     );
     assert!(shown.contains("status:  canceled"), "{shown}");
     assert_eq!(code, Some(1), "{shown}");

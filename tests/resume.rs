@@ -344,8 +344,20 @@ async fn a_finished_delegation_keeps_its_outcome_and_a_running_one_is_delegated_
             })
         })
     };
+    // And the parent has written slow's delegation_start: a kill before that line is written
+    // loses it (the runtime writes lines as they happen, not before), and with it the
+    // delegation this test resumes.
+    let slow_started = || {
+        p.sessions().first().is_some_and(|s| {
+            std::fs::read_to_string(s.join("trace.jsonl")).is_ok_and(|t| {
+                t.lines().any(|l| {
+                    l.contains("\"delegation_start\"") && l.contains("\"capsule\":\"local/slow\"")
+                })
+            })
+        })
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while fake.requests().is_empty() || !fast_ended() {
+    while fake.requests().is_empty() || !fast_ended() || !slow_started() {
         assert!(Instant::now() < deadline, "the children never got there");
         if let Some(status) = child.try_wait().unwrap() {
             panic!("mur ended early: {status}");

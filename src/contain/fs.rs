@@ -110,13 +110,32 @@ pub struct Rules {
     pub connect: Option<Vec<u16>>,
 }
 
-fn rights_for(path: &Path, wanted: BitFlags<AccessFs>, abi: ABI) -> Option<BitFlags<AccessFs>> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some(if meta.is_dir() {
+/// The rights to grant on `path`: `Ok(None)` when it does not exist on this host, or this user
+/// cannot reach it (nothing to grant); any other failure to look at it (too many open files,
+/// EIO) is an error, never a grant silently left out: a command would then be denied with no
+/// word of why (a `bash` that cannot exec `sleep` exits 126).
+fn rights_for(
+    path: &Path,
+    wanted: BitFlags<AccessFs>,
+    abi: ABI,
+) -> Result<Option<BitFlags<AccessFs>>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(format!("cannot grant {}: {e}", path.display())),
+    };
+    Ok(Some(if meta.is_dir() {
         wanted
     } else {
         wanted & AccessFs::from_file(abi)
-    })
+    }))
 }
 
 /// Build the ruleset for `rules` on a kernel of `abi`; returns its descriptor, reusable for
@@ -147,11 +166,14 @@ pub fn ruleset(rules: &Rules, abi: i32) -> Result<OwnedFd, String> {
     }
     let mut created = rs.create().map_err(err)?;
     let mut add = |path: &Path, wanted: BitFlags<AccessFs>| -> Result<(), String> {
-        let Some(access) = rights_for(path, wanted, abi_v) else {
+        let Some(access) = rights_for(path, wanted, abi_v)? else {
             return Ok(()); // absent on this host: nothing to grant
         };
-        let Ok(fd) = PathFd::new(path) else {
-            return Ok(());
+        let fd = match PathFd::new(path) {
+            Ok(fd) => fd,
+            // Removed since it was looked at, or out of this user's reach: nothing to grant.
+            Err(_) if std::fs::metadata(path).is_err() => return Ok(()),
+            Err(e) => return Err(format!("cannot grant {}: {e}", path.display())),
         };
         created
             .as_mut()
