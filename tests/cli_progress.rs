@@ -289,7 +289,12 @@ fn ctrl_c_says_what_the_run_is_waiting_for() {
         "murmur.yaml",
         &format!(
             "{}trace:\n  capture: content\n",
-            scripted_manifest("sleeper", "capabilities:\n  shell:\n    allow: [bash]\n")
+            // `sleep` is granted too: a contained bash may exec only granted binaries, and
+            // without it the command fails at once (exit 126) and a Ctrl-C races its end.
+            scripted_manifest(
+                "sleeper",
+                "capabilities:\n  shell:\n    allow: [bash, sleep]\n"
+            )
         ),
     );
     p.write(
