@@ -43,7 +43,8 @@ fn spec_for(
         ),
     );
     spec.max_turns = Some(10);
-    spec.delegation_deadline = Duration::from_millis(700);
+    // No deadline can pass on a slow machine unless a test asks for one (the deadline test).
+    spec.delegation_deadline = Duration::from_secs(300);
     spec
 }
 
@@ -150,9 +151,7 @@ turns:
     let (id, paths, records) = root_paths(dir.path());
     let mut grants = spawn_grants(&["answerer", "crasher"]);
     grants.shell_allow = vec!["bash".into()];
-    let mut root = spec_for("parent", parent, grants, id, paths, "fan out".into());
-    // No deadline can pass while the machine is slow: the children end by themselves.
-    root.delegation_deadline = Duration::from_secs(300);
+    let root = spec_for("parent", parent, grants, id, paths, "fan out".into());
     let report = run_tree(root, resolver, SupervisorArgs::default()).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
     // Both outcomes arrived while the parent worked and were injected before its next model
@@ -216,7 +215,7 @@ turns:
         ),
     )]));
     let (id, paths, records) = root_paths(dir.path());
-    let root = spec_for(
+    let mut root = spec_for(
         "parent",
         parent,
         spawn_grants(&["hanger"]),
@@ -224,6 +223,7 @@ turns:
         paths,
         "hang".into(),
     );
+    root.delegation_deadline = Duration::from_millis(700);
     let report = run_tree(root, resolver, SupervisorArgs::default()).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
     assert!(report
