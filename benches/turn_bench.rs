@@ -17,125 +17,11 @@
 //! part of that shows up in the client's figures (fresh pages, a colder cache on shared cores)
 //! rather than in the server's netted-out time.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+#[path = "support/turns.rs"]
+mod turns;
 
-use async_trait::async_trait;
-use fake_provider::builders::openai;
-use fake_provider::{FakeProvider, Reply};
-use mur_actors::model::{InferError, InferReply, InferRequest, ModelDriver, RetrySink};
-use mur_actors::session::ExitStatus;
-use mur_actors::spec::{Grants, SessionPaths, SessionSpec};
-use mur_actors::supervisor::SupervisorArgs;
-
-/// Notes when each call starts and ends.
-struct Timed {
-    inner: Arc<dyn ModelDriver>,
-    calls: Mutex<Vec<(Instant, Instant)>>,
-}
-
-#[async_trait]
-impl ModelDriver for Timed {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    async fn infer(&self, r: &InferRequest, s: &dyn RetrySink) -> Result<InferReply, InferError> {
-        let start = Instant::now();
-        let reply = self.inner.infer(r, s).await;
-        self.calls.lock().unwrap().push((start, Instant::now()));
-        reply
-    }
-}
-
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-/// What one session measured, in µs.
-struct Figures {
-    p50: f64,
-    p99: f64,
-    loop_p50: f64,
-    /// p50 of the first and of the last 50 turns.
-    first: f64,
-    last: f64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    pct(&v, 0.5)
-}
-
-async fn run(turns: usize, dir: &std::path::Path) -> Figures {
-    let mut script: Vec<Reply> = (0..turns)
-        .map(|i| {
-            Reply::json(openai::chat_tool_calls(&[(
-                &format!("call_{i}"),
-                "noop",
-                "{\"n\": 1}",
-            )]))
-        })
-        .collect();
-    script.push(Reply::json(openai::chat_text("done")));
-    let fake = FakeProvider::start(script).await.unwrap();
-    fake.keep_bodies(false);
-    let mut cfg =
-        mur::drivers::HttpDriverConfig::new("murmur/driver-openai", &fake.openai_endpoint(), None);
-    cfg.retry.max_retries = 0;
-    let driver = Arc::new(Timed {
-        inner: mur::drivers::openai(cfg).unwrap(),
-        calls: Mutex::new(Vec::new()),
-    });
-    let id = mur_actors::ids::session_id();
-    let records = dir.join(&id);
-    let grants = Grants {
-        shell_allow: vec!["bash".into()],
-        ..Grants::default()
-    };
-    let paths = SessionPaths {
-        workdir: records.clone(),
-        records_dir: records,
-    };
-    let mut spec = SessionSpec::new(
-        id,
-        "turns",
-        driver.clone(),
-        grants,
-        "Call noop until told otherwise.".into(),
-        paths,
-        mur::tools::executors(
-            Duration::from_secs(60),
-            std::sync::Arc::new(mur::contain::Sandbox::uncontained(std::env::temp_dir())),
-        ),
-    );
-    spec.model = "gpt-4.1".into();
-    spec.operator_prompt = Some("You are a benchmark.".into());
-    spec.system_prompt_source = "manifest";
-    let report = mur_actors::testkit::run(spec, SupervisorArgs::default()).await;
-    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
-    let calls = driver.calls.lock().unwrap().clone();
-    let server: Vec<Duration> = fake.requests().iter().map(|r| r.handled).collect();
-    let mut overhead: Vec<f64> = Vec::new();
-    let mut loop_only: Vec<f64> = Vec::new();
-    for i in 1..calls.len() {
-        let gap = calls[i].0.duration_since(calls[i - 1].1);
-        let driver_time = (calls[i].1 - calls[i].0).saturating_sub(server[i]);
-        loop_only.push(gap.as_secs_f64() * 1e6);
-        overhead.push((gap + driver_time).as_secs_f64() * 1e6);
-    }
-    let window = 50.min(overhead.len());
-    let first = median(overhead[..window].to_vec());
-    let last = median(overhead[overhead.len() - window..].to_vec());
-    overhead.sort_by(f64::total_cmp);
-    loop_only.sort_by(f64::total_cmp);
-    Figures {
-        p50: pct(&overhead, 0.5),
-        p99: pct(&overhead, 0.99),
-        loop_p50: pct(&loop_only, 0.5),
-        first,
-        last,
-    }
-}
+use mur_actors::spec::Capture;
+use turns::{median, run, Figures};
 
 fn main() {
     let rounds: usize = std::env::var("BENCH_ROUNDS")
@@ -151,8 +37,8 @@ fn main() {
     let (mut short, mut long) = (Vec::new(), Vec::new());
     rt.block_on(async {
         for _ in 0..rounds {
-            short.push(run(50, dir.path()).await);
-            long.push(run(300, dir.path()).await);
+            short.push(run(50, dir.path(), Capture::Meta).await);
+            long.push(run(300, dir.path(), Capture::Meta).await);
         }
     });
     for (turns, runs) in [(50, &short), (300, &long)] {

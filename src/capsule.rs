@@ -308,9 +308,7 @@ pub fn session_spec_with(
         Some(install) if http => {
             tools.push(artifact::pull_tool_decl(install));
             tools.push(artifact::remove_tool_decl(install));
-            let service = artifact::PullService::for_manifest(loaded)?
-                .with_deadline(m.capabilities.limits.deadline());
-            Some(Arc::new(service))
+            Some(Arc::new(pull_service(loaded)?))
         }
         _ => None,
     };
@@ -354,6 +352,13 @@ pub fn session_spec_with(
         continuation: Default::default(),
     };
     Ok((spec, decision.warnings))
+}
+
+/// The capsule's pull service (`pull-artifact`, `remove-artifact`), its pulled tools run
+/// under `capabilities.limits.deadline_seconds`.
+pub fn pull_service(loaded: &LoadedManifest) -> Result<artifact::PullService, Diagnostic> {
+    Ok(artifact::PullService::for_manifest(loaded)?
+        .with_deadline(loaded.manifest.capabilities.limits.deadline()))
 }
 
 /// The gate of the capsule's policy hooks (`commit_policy: deny`), if it declares any.

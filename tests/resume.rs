@@ -419,3 +419,227 @@ async fn a_finished_delegation_keeps_its_outcome_and_a_running_one_is_delegated_
     assert!(result.contains("slow answer"), "{result}");
     assert_eq!(fake.requests().len(), 2);
 }
+
+fn call(id: &str, tool: &str, input: Value) -> Reply {
+    Reply::json(json!({
+        "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-5",
+        "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10}
+    }))
+}
+
+/// A native tool `local/<name>` packed and put in the project store, printing `says`.
+fn store_tool(p: &Project, name: &str, says: &str) {
+    install_artifact(
+        p,
+        name,
+        &format!("name: {name}\nversion: 0.1.0\nruntime: tool\nimplementation: native\ndescription: A probe.\n"),
+        name,
+        &format!("#!/bin/bash\nread -r _\necho {says}\n"),
+    );
+}
+
+/// The text inside a pulled tool's `<untrusted-content>` fence.
+fn unfenced(output: &str) -> String {
+    let body = output.split_once('\n').map(|(_, b)| b).unwrap_or(output);
+    body.strip_suffix("\n</untrusted-content>")
+        .unwrap_or(body)
+        .to_string()
+}
+
+/// A session that pulled local/tool-greet and local/tool-bye from the project store, called
+/// tool-greet, and was killed (SIGKILL) while its fourth model call was pending.
+async fn killed_after_pulling() -> Killed {
+    let fake = FakeProvider::start([
+        call(
+            "toolu_1",
+            "pull-artifact",
+            json!({"artifact": "local/tool-greet"}),
+        ),
+        call(
+            "toolu_2",
+            "pull-artifact",
+            json!({"artifact": "local/tool-bye"}),
+        ),
+        call("toolu_3", "tool-greet", json!({})),
+        Reply::Hang,
+    ])
+    .await
+    .unwrap();
+    let p = Project::new();
+    p.write("murmur.yaml", &manifest(&fake.endpoint(), "bash"));
+    store_tool(&p, "tool-greet", "hello");
+    store_tool(&p, "tool-bye", "bye");
+    // Installing pinned them as the operator's: the session is to pull them itself.
+    std::fs::remove_file(p.path().join("murmur.lock")).unwrap();
+    p.write(
+        "murmur.yaml",
+        &manifest(&fake.endpoint(), "bash").replace(
+            "    allow: [bash]\n",
+            "    allow: [bash]\n  install:\n    tool: [\"local/tool-*\"]\n    from: [stores]\n",
+        ),
+    );
+    std::fs::create_dir_all(p.path().join("work")).unwrap();
+    let home = p.path().join("home");
+    let work = p.path().join("work");
+    let mut child = p
+        .mur_cmd(&["run", "--task", "greet", "--workdir", "work"])
+        .env("HOME", &home)
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let greeted = || {
+        list(&records_home(&home, &work)).first().is_some_and(|s| {
+            std::fs::read_to_string(s.join("trace.jsonl"))
+                .is_ok_and(|t| t.matches("{\"event_type\":\"tool_call\"").count() == 3)
+        })
+    };
+    while fake.requests().len() < 4 || !greeted() {
+        assert!(
+            Instant::now() < deadline,
+            "the fourth model call never came"
+        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("mur ended before its fourth model call: {status}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let records = list(&records_home(&home, &work))[0].clone();
+    let id = records.file_name().unwrap().to_str().unwrap().to_string();
+    Killed {
+        fake,
+        p,
+        home,
+        work,
+        id,
+        records,
+    }
+}
+
+fn lock_pins(k: &Killed) -> Vec<(String, String)> {
+    let lock = std::fs::read_to_string(k.p.path().join("murmur.lock")).unwrap();
+    let mut pins = Vec::new();
+    let mut name = String::new();
+    for l in lock.lines() {
+        if let Some(n) = l.strip_prefix("  - name: ") {
+            name = n.to_string();
+        }
+        if let Some(s) = l.strip_prefix("    session: ") {
+            pins.push((name.clone(), s.to_string()));
+        }
+    }
+    pins
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resume_holds_the_pulled_tools_as_the_lock_pins_them_and_can_remove_one() {
+    let k = killed_after_pulling().await;
+    let pins = lock_pins(&k);
+    assert_eq!(
+        pins,
+        [
+            ("local/tool-greet".to_string(), k.id.clone()),
+            ("local/tool-bye".to_string(), k.id.clone())
+        ]
+    );
+    k.fake.push(call("toolu_4", "tool-greet", json!({})));
+    k.fake.push(call(
+        "toolu_5",
+        "remove-artifact",
+        json!({"artifact": "tool-bye"}),
+    ));
+    k.fake.push(Reply::json(anthropic::text("Greeted.")));
+    let id = k.id.clone();
+    let mut cmd = k.mur(&["resume", &id, "--workdir", "work"]);
+    let out = tokio::task::spawn_blocking(move || run(&mut cmd))
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        normalise(&stdout(&out), k.p.path()),
+        "resumed: ses_<ID> (from turn 3)\nholding again: local/tool-greet@0.1.0 (pulled by the session, as murmur.lock pins it)\nholding again: local/tool-bye@0.1.0 (pulled by the session, as murmur.lock pins it)\nmurmur: url localhost:<PORT>\nsession: ses_<ID>\nstatus:  ok\n"
+    );
+    let group = records_home(&k.home, &k.work);
+    let new = newest_other(&group, &k.id);
+    let new_id = new.file_name().unwrap().to_str().unwrap().to_string();
+    let t = trace(&new.join("trace.jsonl"));
+    let calls: Vec<(String, String, String)> = t
+        .iter()
+        .filter(|l| l["event_type"] == "tool_call")
+        .map(|l| {
+            (
+                l["tool_name"].as_str().unwrap().to_string(),
+                l["status"].as_str().unwrap().to_string(),
+                unfenced(l["output"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    let removed = "{\"artifact\":\"local/tool-bye\",\"removed\":true}\n</untrusted-content>\ntool-bye is gone from your tool list from your next turn; a call to it is refused.";
+    assert_eq!(
+        calls,
+        [
+            (
+                "tool-greet".to_string(),
+                "ok".to_string(),
+                "hello\n".to_string()
+            ),
+            (
+                "remove-artifact".to_string(),
+                "ok".to_string(),
+                removed.to_string()
+            ),
+        ]
+    );
+    // The model was offered both pulled tools from its first call on.
+    let first = &k.fake.requests()[4];
+    let offered: Vec<&str> = first.body.as_ref().unwrap()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&"tool-greet") && offered.contains(&"tool-bye"),
+        "{offered:?}"
+    );
+    // The lock: the kept pin is the resumed session's, the removed one is gone; the staged
+    // copies are the new session's.
+    assert_eq!(lock_pins(&k), [("local/tool-greet".to_string(), new_id)]);
+    assert!(new.join("tools/tool-greet/bin/tool-greet").is_file());
+    assert!(!new.join("tools/tool-bye").exists());
+    assert!(
+        k.records.join("tools/tool-bye").exists(),
+        "the old records stay as they were"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pulled_tool_no_store_holds_any_more_refuses_the_resume_and_changes_nothing() {
+    let k = killed_after_pulling().await;
+    std::fs::remove_dir_all(k.p.path().join(".murmur/artifacts/local/tool-bye")).unwrap();
+    let lock = std::fs::read_to_string(k.p.path().join("murmur.lock")).unwrap();
+    let out = k
+        .mur(&["resume", &k.id, "--workdir", "work"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        normalise(&stderr(&out), k.p.path()),
+        "error[E-RPL-004]: cannot resume session ses_<ID>: murmur.lock pins 'local/tool-bye@0.1.0', which the session pulled, and neither the project store nor the global store holds local/tool-bye@0.1.0 any more\n  hint: put the pinned version back in the project or global store (`mur install <its .mur.zip>`), or restore its murmur.lock entry; a resume holds a pulled tool only as the lock pinned it\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(k.p.path().join("murmur.lock")).unwrap(),
+        lock,
+        "the lock is as it was"
+    );
+    assert_eq!(
+        list(&records_home(&k.home, &k.work)).len(),
+        1,
+        "no session started"
+    );
+}

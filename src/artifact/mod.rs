@@ -20,6 +20,7 @@ pub mod lock;
 pub mod payload;
 pub mod pull;
 mod remove;
+mod restore;
 pub mod service;
 pub mod stage;
 pub mod store;

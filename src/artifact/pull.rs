@@ -177,12 +177,12 @@ pub(super) fn owner_refusal(
 }
 
 /// What was fetched, checked, before staging.
-struct Fetched {
-    bytes_sha: String,
-    platform: Option<String>,
-    payload: Payload,
-    fetched_from: String,
-    owner_id: Option<u64>,
+pub(super) struct Fetched {
+    pub(super) bytes_sha: String,
+    pub(super) platform: Option<String>,
+    pub(super) payload: Payload,
+    pub(super) fetched_from: String,
+    pub(super) owner_id: Option<u64>,
 }
 
 impl PullService {
@@ -281,8 +281,6 @@ impl PullService {
         }
 
         // Every check passed: stage, then pin.
-        let dir = stage_payload(&request.records_dir, &name, &fetched.payload)
-            .map_err(|e| format!("not-fetched: cannot stage {name}@{version}: {e}"))?;
         let pin = LockEntry {
             name: name.clone(),
             resolved_version: version.clone(),
@@ -291,7 +289,7 @@ impl PullService {
             session: Some(request.session_id.clone()),
             owner_id: fetched.owner_id,
         };
-        let pinned = update_lock(&self.project_dir, |lock| {
+        self.hold(request, &name, &version, fetched, |lock| {
             if let Some(conflict) = lock.conflict_with(&name, &version, &hash) {
                 return Err(lock_conflict(&name, &conflict));
             }
@@ -300,8 +298,25 @@ impl PullService {
                 .entry(&name)
                 .map(|e| e.origin)
                 .unwrap_or(Origin::Runtime))
-        });
-        let origin = match pinned {
+        })
+    }
+
+    /// The writes of a pull whose every check passed: stage the payload under the session's
+    /// `tools/<tool>/`, apply `pin` to `murmur.lock` under the cross-process lock (it returns
+    /// the entry's origin; a refusal, or a failure to write, removes the staged folder again),
+    /// and build the tool the session holds. `pull-artifact` and a resume's restore
+    /// ([`PullService::restore`]) both end here.
+    pub(super) fn hold(
+        &self,
+        request: &ArtifactRequest,
+        name: &ArtifactName,
+        version: &str,
+        fetched: Fetched,
+        pin: impl FnOnce(&mut Lock) -> Result<Origin, String>,
+    ) -> Result<Pulled, String> {
+        let dir = stage_payload(&request.records_dir, name, &fetched.payload)
+            .map_err(|e| format!("not-fetched: cannot stage {name}@{version}: {e}"))?;
+        let origin = match update_lock(&self.project_dir, pin) {
             Ok(o) => o,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -318,11 +333,11 @@ impl PullService {
             Origin::Operator => ToolOrigin::Operator,
             Origin::Runtime => ToolOrigin::Pulled,
         };
-        let Some(tool) = tool_decl_for(&name, &fetched.payload, &dir, tool_origin, self.deadline)
+        let Some(tool) = tool_decl_for(name, &fetched.payload, &dir, tool_origin, self.deadline)
         else {
             return Err(format!("not-granted: '{name}' is not a skill or tool"));
         };
-        self.remember(&request.session_id, &name);
+        self.remember(&request.session_id, name);
         let runtime = fetched.payload.manifest.role().to_string();
         let result = json!({
             "artifact": name.to_string(),
@@ -335,7 +350,7 @@ impl PullService {
             result,
             tool,
             name: name.to_string(),
-            version,
+            version: version.to_string(),
             runtime,
             fetched_from: fetched.fetched_from,
             owner_id: fetched.owner_id,
@@ -476,7 +491,7 @@ impl PullService {
 
     /// Reads or downloads the chosen payload and checks hash, tier, fit and owner.
     #[allow(clippy::too_many_arguments)]
-    async fn fetch(
+    pub(super) async fn fetch(
         &self,
         install: &InstallCap,
         lock: &Lock,

@@ -89,6 +89,24 @@ pub struct Injected {
     pub delegations: Vec<String>,
 }
 
+/// A change to the artifacts a session held, as its trace records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArtifactChange {
+    /// An `artifact_pulled` line: the artifact's full name.
+    Pulled(String),
+    /// A `remove-artifact` call that answered `"removed": true`: the artifact's full name.
+    Removed(String),
+}
+
+/// The artifact a `remove-artifact` result says it removed: the runtime's own answer, a fenced
+/// `{"artifact", "removed": true}` on the line after the fence's opening.
+fn removed_artifact(output: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(output.lines().nth(1)?).ok()?;
+    (v.get("removed") == Some(&Value::Bool(true)))
+        .then(|| text(&v, "artifact"))
+        .flatten()
+}
+
 /// A recorded session.
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
@@ -128,6 +146,9 @@ pub struct Recording {
     pub has_content: bool,
     /// Every `artifact_pulled` line.
     pub pulled: Vec<serde_json::Map<String, Value>>,
+    /// The pulls and removals the session made, in trace order (full artifact names): what it
+    /// held at its end is every pull not removed after it.
+    pub artifact_changes: Vec<ArtifactChange>,
     /// Results of calls this trace holds no reply for (a resumed session finishing the calls
     /// of the session it resumed).
     pub orphans: Vec<Call>,
@@ -381,6 +402,11 @@ fn push(rec: &mut Recording, v: &Value) {
             };
             call.error = text(v, "error");
             call.output_bytes = num(v, "output_bytes").unwrap_or(0);
+            if kind == "tool_call" && call.name == "remove-artifact" && !call.is_error {
+                if let Some(name) = call.output.as_deref().and_then(removed_artifact) {
+                    rec.artifact_changes.push(ArtifactChange::Removed(name));
+                }
+            }
         }
         "shell" => {
             rec.totals.shell_calls = rec.totals.shell_calls.saturating_add(1);
@@ -432,6 +458,9 @@ fn push(rec: &mut Recording, v: &Value) {
             }
         }
         "artifact_pulled" => {
+            if let Some(name) = text(v, "name") {
+                rec.artifact_changes.push(ArtifactChange::Pulled(name));
+            }
             if let Some(o) = v.as_object() {
                 rec.pulled.push(o.clone());
             }

@@ -126,11 +126,15 @@ async fn resume(args: &ResumeArgs) -> Result<i32, Diagnostic> {
     for w in &warnings {
         crate::errln!("{w}");
     }
+    let restored = restore_pulled(&loaded, &rec.session_id, &rebuilt, &mut spec).await?;
     let from_turn = rebuilt.seed.totals.turns;
     spec.continuation.resumed_from = Some(rec.session_id.clone());
     spec.continuation.seed = Some(Arc::new(rebuilt.seed));
     if !args.json {
         crate::outln!("resumed: {} (from turn {from_turn})", rec.session_id);
+        for p in &restored {
+            crate::outln!("holding again: {p} (pulled by the session, as murmur.lock pins it)");
+        }
         for d in &rebuilt.redelegated {
             crate::outln!("delegating again: {d} (still running when the session stopped)");
         }
@@ -192,4 +196,65 @@ async fn resume(args: &ResumeArgs) -> Result<i32, Diagnostic> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// Holds again every artifact the recorded session had pulled and not removed, from a store at
+/// exactly the version and sha256 `murmur.lock` pins (see [`crate::artifact::PullService`]'s
+/// `restore`): each is checked before any is staged or any pin changes, so a resume refused
+/// here writes nothing. The restored tools join `spec.tools`, and the service that holds them
+/// becomes the session's, so a `remove-artifact` of one works. Returns `name@version` of each.
+async fn restore_pulled(
+    loaded: &manifest::LoadedManifest,
+    old: &str,
+    rebuilt: &seed::Rebuilt,
+    spec: &mut mur_actors::spec::SessionSpec,
+) -> Result<Vec<String>, Diagnostic> {
+    let m = &loaded.manifest;
+    let mut names = Vec::new();
+    for full in &rebuilt.pulled {
+        let name = manifest::ArtifactName::parse(full).map_err(|e| {
+            Diagnostic::error(
+                "E-RPL-004",
+                format!(
+                    "session {old} pulled '{full}', which is not an artifact name: {}",
+                    e.message
+                ),
+            )
+        })?;
+        // Declared since: the manifest's own entry holds it.
+        if !m.artifacts.iter().any(|a| a.name == name) {
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refused = |why: String| {
+        Diagnostic::error("E-RPL-004", format!("cannot resume session {old}: {why}")).with_hint(
+            "put the pinned version back in the project or global store (`mur install <its .mur.zip>`), or restore its murmur.lock entry; a resume holds a pulled tool only as the lock pinned it",
+        )
+    };
+    let service = Arc::new(crate::capsule::pull_service(loaded)?);
+    for name in &names {
+        service.check_restore(name).await.map_err(refused)?;
+    }
+    let request = mur_actors::registry::ArtifactRequest {
+        session_id: spec.session_id.clone(),
+        records_dir: spec.paths.records_dir.clone(),
+        input: serde_json::Value::Null,
+    };
+    let mut restored = Vec::new();
+    for name in &names {
+        let p = service
+            .restore(&request, name, &rebuilt.chain)
+            .await
+            .map_err(refused)?;
+        spec.tools.retain(|t| t.name != p.tool.name);
+        spec.tools.push(p.tool);
+        restored.push(format!("{}@{}", p.name, p.version));
+    }
+    if spec.artifacts.is_some() {
+        spec.artifacts = Some(service);
+    }
+    Ok(restored)
 }

@@ -14,7 +14,7 @@ use mur_actors::session::Totals;
 use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
-use crate::replay::recording::{self, Call, Recording};
+use crate::replay::recording::{self, ArtifactChange, Call, Recording};
 
 /// How many `resumed_from` links a rebuild follows.
 const MAX_CHAIN: usize = 64;
@@ -26,6 +26,11 @@ pub struct Rebuilt {
     pub seed: Seed,
     /// Delegations started again (`dlg_…` of the old ones).
     pub redelegated: Vec<String>,
+    /// The artifacts the session had pulled and not removed (full names, in the order pulled),
+    /// across the sessions it resumed: the resume holds them again.
+    pub pulled: Vec<String>,
+    /// The recorded session's id, then the ids of the sessions it resumed, newest first.
+    pub chain: Vec<String>,
 }
 
 fn add(a: Totals, b: Totals) -> Totals {
@@ -69,6 +74,8 @@ fn rebuild_at(rec: &Recording, depth: usize) -> Result<Rebuilt, Diagnostic> {
     let mut messages = Vec::new();
     let mut pending: Vec<SeedCall> = Vec::new();
     let mut redelegated = Vec::new();
+    let mut pulled: Vec<String> = Vec::new();
+    let mut chain = vec![rec.session_id.clone()];
     match rec.start.get("resumed_from").and_then(Value::as_str) {
         Some(prev) if depth < MAX_CHAIN => {
             let path = rec.dir.with_file_name(prev).join("trace.jsonl");
@@ -86,6 +93,8 @@ fn rebuild_at(rec: &Recording, depth: usize) -> Result<Rebuilt, Diagnostic> {
             let base = rebuild_at(&before, depth + 1)?;
             messages = base.seed.messages;
             redelegated = base.redelegated;
+            pulled = base.pulled;
+            chain.extend(base.chain);
             // The calls it had not finished, finished (or not) by this session.
             for c in base.seed.pending {
                 match rec
@@ -120,6 +129,15 @@ fn rebuild_at(rec: &Recording, depth: usize) -> Result<Rebuilt, Diagnostic> {
                 )
             })?;
             messages.push(Message::user_text(task));
+        }
+    }
+    for change in &rec.artifact_changes {
+        match change {
+            ArtifactChange::Pulled(name) => {
+                pulled.retain(|n| n != name);
+                pulled.push(name.clone());
+            }
+            ArtifactChange::Removed(name) => pulled.retain(|n| n != name),
         }
     }
     let injected_at = |turn: u32, messages: &mut Vec<Message>| {
@@ -209,6 +227,8 @@ fn rebuild_at(rec: &Recording, depth: usize) -> Result<Rebuilt, Diagnostic> {
             waiting,
         },
         redelegated,
+        pulled,
+        chain,
     })
 }
 
