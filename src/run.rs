@@ -291,28 +291,7 @@ pub async fn run(args: RunArgs) -> i32 {
     let records = spec.paths.records_dir.clone();
     match launch::launch(spec, &header, sup).await {
         Ok(report) => {
-            let problem = if let Some(e) = &report.trace_error {
-                Some(Diagnostic::error(e.code(), e.to_string()))
-            } else if report.exit_status != ExitStatus::Ok {
-                Some(
-                    Diagnostic::error(
-                        "E-RUN-040",
-                        format!(
-                            "the task did not complete ({}): {}",
-                            report.exit_status.as_str(),
-                            crate::run::first_line(&report.result)
-                        ),
-                    )
-                    .with_hint(format!(
-                        "read {} and `mur trace show {}`",
-                        records.join("out/result.txt").display(),
-                        // A path works from any folder; the id alone only beside the capsule.
-                        records.join("trace.jsonl").display()
-                    )),
-                )
-            } else {
-                None
-            };
+            let problem = report_problem(&report, &records);
             if args.json {
                 crate::outln!("{}", report_json(&report, &records, problem.as_ref()));
             }
@@ -326,6 +305,37 @@ pub async fn run(args: RunArgs) -> i32 {
         }
         Err(d) => fail(&args, &[d]),
     }
+}
+
+/// What `mur run` (and `mur resume`) report about a finished session: its records' error
+/// (E-RUN-007, …), else E-RUN-040 when the task did not complete, with a hint that works from
+/// any folder; `None` when it ended `ok`.
+pub fn report_problem(
+    report: &mur_actors::session::SessionReport,
+    records: &std::path::Path,
+) -> Option<Diagnostic> {
+    if let Some(e) = &report.trace_error {
+        return Some(Diagnostic::error(e.code(), e.to_string()));
+    }
+    if report.exit_status == ExitStatus::Ok {
+        return None;
+    }
+    Some(
+        Diagnostic::error(
+            "E-RUN-040",
+            format!(
+                "the task did not complete ({}): {}",
+                report.exit_status.as_str(),
+                first_line(&report.result)
+            ),
+        )
+        .with_hint(format!(
+            "read {} and `mur trace show {}`",
+            records.join("out/result.txt").display(),
+            // A path works from any folder; the id alone only beside the capsule.
+            records.join("trace.jsonl").display()
+        )),
+    )
 }
 
 /// The first line of `text`, cut to 300 bytes.

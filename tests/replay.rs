@@ -15,17 +15,11 @@ const CONTENT: &str = "trace:\n  capture: content\n";
 const READ: &str = "echo \"$(<notes.txt)\"";
 
 fn anthropic_manifest(endpoint: &str) -> String {
-    format!(
-        "name: reader\nversion: \"0.1.0\"\nartifacts:\n  - name: murmur/driver-anthropic\n    version: \"0.19.0\"\n    runtime: driver\n    gateway:\n      endpoint: {endpoint}\n      api_key: ${{ANTHROPIC_API_KEY}}\ncapabilities:\n  shell:\n    allow: [bash]\ninference:\n  transport: http\n  model: claude-sonnet-5\n  driver:\n    artifact: murmur/driver-anthropic\n{CONTENT}"
-    )
+    anthropic_capsule("reader", endpoint, "bash")
 }
 
 fn tool_use(id: &str, command: &str) -> Reply {
-    Reply::json(json!({
-        "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-5",
-        "content": [{"type": "tool_use", "id": id, "name": "bash", "input": {"command": command}}],
-        "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10}
-    }))
+    anthropic_call(id, "bash", json!({ "command": command }))
 }
 
 fn session_id(out: &std::process::Output) -> String {

@@ -13,17 +13,11 @@ use fake_provider::{FakeProvider, Reply};
 use serde_json::{json, Value};
 
 fn manifest(endpoint: &str, shell: &str) -> String {
-    format!(
-        "name: stepper\nversion: \"0.1.0\"\nartifacts:\n  - name: murmur/driver-anthropic\n    version: \"0.19.0\"\n    runtime: driver\n    gateway:\n      endpoint: {endpoint}\n      api_key: ${{ANTHROPIC_API_KEY}}\ncapabilities:\n  shell:\n    allow: [{shell}]\ninference:\n  transport: http\n  model: claude-sonnet-5\n  driver:\n    artifact: murmur/driver-anthropic\ntrace:\n  capture: content\n"
-    )
+    anthropic_capsule("stepper", endpoint, shell)
 }
 
 fn tool_use(id: &str, command: &str) -> Reply {
-    Reply::json(json!({
-        "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-5",
-        "content": [{"type": "tool_use", "id": id, "name": "bash", "input": {"command": command}}],
-        "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10}
-    }))
+    anthropic_call(id, "bash", json!({ "command": command }))
 }
 
 /// A project whose session ran steps one and two and was killed (SIGKILL) while its third
@@ -420,14 +414,6 @@ async fn a_finished_delegation_keeps_its_outcome_and_a_running_one_is_delegated_
     assert_eq!(fake.requests().len(), 2);
 }
 
-fn call(id: &str, tool: &str, input: Value) -> Reply {
-    Reply::json(json!({
-        "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-5",
-        "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}],
-        "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10}
-    }))
-}
-
 /// A native tool `local/<name>` packed and put in the project store, printing `says`.
 fn store_tool(p: &Project, name: &str, says: &str) {
     install_artifact(
@@ -451,17 +437,17 @@ fn unfenced(output: &str) -> String {
 /// tool-greet, and was killed (SIGKILL) while its fourth model call was pending.
 async fn killed_after_pulling() -> Killed {
     let fake = FakeProvider::start([
-        call(
+        anthropic_call(
             "toolu_1",
             "pull-artifact",
             json!({"artifact": "local/tool-greet"}),
         ),
-        call(
+        anthropic_call(
             "toolu_2",
             "pull-artifact",
             json!({"artifact": "local/tool-bye"}),
         ),
-        call("toolu_3", "tool-greet", json!({})),
+        anthropic_call("toolu_3", "tool-greet", json!({})),
         Reply::Hang,
     ])
     .await
@@ -547,8 +533,9 @@ async fn a_resume_holds_the_pulled_tools_as_the_lock_pins_them_and_can_remove_on
             ("local/tool-bye".to_string(), k.id.clone())
         ]
     );
-    k.fake.push(call("toolu_4", "tool-greet", json!({})));
-    k.fake.push(call(
+    k.fake
+        .push(anthropic_call("toolu_4", "tool-greet", json!({})));
+    k.fake.push(anthropic_call(
         "toolu_5",
         "remove-artifact",
         json!({"artifact": "tool-bye"}),

@@ -84,19 +84,6 @@ impl RecordError {
             | RecordError::Stopped { .. } => "E-RUN-007",
         }
     }
-
-    /// The file or folder it names, when it names one.
-    pub fn path(&self) -> Option<&std::path::Path> {
-        match self {
-            RecordError::TraceWrite { path, .. }
-            | RecordError::TraceSync { path, .. }
-            | RecordError::Create { path, .. }
-            | RecordError::Stage { path, .. }
-            | RecordError::Write { path, .. }
-            | RecordError::Flush { path, .. } => Some(path),
-            RecordError::Stopped { .. } => None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -114,7 +101,6 @@ mod tests {
             "trace write failed: /r/trace.jsonl: No space left on device (os error 28)"
         );
         assert_eq!(e.code(), "E-RUN-007");
-        assert_eq!(e.path(), Some(std::path::Path::new("/r/trace.jsonl")));
         let s = RecordError::Stopped {
             what: "a file job",
             cause: "it panicked".into(),
@@ -123,6 +109,5 @@ mod tests {
             s.to_string(),
             "a file job stopped before it answered: it panicked"
         );
-        assert_eq!(s.path(), None);
     }
 }

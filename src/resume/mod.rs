@@ -172,30 +172,13 @@ async fn resume(args: &ResumeArgs) -> Result<i32, Diagnostic> {
             })
         );
     }
-    if let Some(e) = &report.trace_error {
-        crate::errln!("{}", Diagnostic::error(e.code(), e.to_string()));
-        return Ok(1);
+    match crate::run::report_problem(&report, &records) {
+        Some(d) => {
+            crate::errln!("{d}");
+            Ok(1)
+        }
+        None => Ok(0),
     }
-    if report.exit_status != mur_actors::session::ExitStatus::Ok {
-        crate::errln!(
-            "{}",
-            Diagnostic::error(
-                "E-RUN-040",
-                format!(
-                    "the task did not complete ({}): {}",
-                    report.exit_status.as_str(),
-                    crate::run::first_line(&report.result)
-                ),
-            )
-            .with_hint(format!(
-                "read {} and `mur trace show {}`",
-                records.join("out/result.txt").display(),
-                records.join("trace.jsonl").display()
-            ))
-        );
-        return Ok(1);
-    }
-    Ok(0)
 }
 
 /// Holds again every artifact the recorded session had pulled and not removed, from a store at

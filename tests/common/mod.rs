@@ -253,3 +253,21 @@ pub fn install_artifact(p: &Project, dir: &str, manifest: &str, bin: &str, scrip
     let out = p.mur(&["install", &format!("./{zip}")]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// A capsule `name` on the Anthropic driver at `endpoint` (key `${ANTHROPIC_API_KEY}`), with
+/// `capabilities.shell.allow: [<shell>]` and `trace.capture: content`: what replay and resume
+/// record from.
+pub fn anthropic_capsule(name: &str, endpoint: &str, shell: &str) -> String {
+    format!(
+        "name: {name}\nversion: \"0.1.0\"\nartifacts:\n  - name: murmur/driver-anthropic\n    version: \"0.19.0\"\n    runtime: driver\n    gateway:\n      endpoint: {endpoint}\n      api_key: ${{ANTHROPIC_API_KEY}}\ncapabilities:\n  shell:\n    allow: [{shell}]\ninference:\n  transport: http\n  model: claude-sonnet-5\n  driver:\n    artifact: murmur/driver-anthropic\ntrace:\n  capture: content\n"
+    )
+}
+
+/// An Anthropic reply calling `tool` with `input` (call id `id`).
+pub fn anthropic_call(id: &str, tool: &str, input: Value) -> fake_provider::Reply {
+    fake_provider::Reply::json(serde_json::json!({
+        "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-5",
+        "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10}
+    }))
+}

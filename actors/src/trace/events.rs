@@ -3,8 +3,8 @@
 //! A `delegation` line is written by the Session (an outcome, a refusal) and by a plan's capsule
 //! step; a `delegation_start` by both too; a `task_failed` by a failed turn and by a crash. Each
 //! is built here from typed facts, so its keys and their order cannot drift between writers.
-//! [`event_type`] names every event type the kernel writes; the readers in `mur trace` use the
-//! same names.
+//! (Lines with a single writer are still built where they are written, and the readers in
+//! `mur trace` still spell event types as literals: the rest of issue 11's item 8.)
 
 use std::path::Path;
 
@@ -13,42 +13,14 @@ use serde_json::json;
 use super::TraceEvent;
 use crate::text::truncate;
 
-/// The `event_type` of every line the kernel writes.
+/// The `event_type` of the lines built here.
 pub mod event_type {
-    /// The first line of a session.
-    pub const SESSION_START: &str = "session_start";
-    /// The last line of a session.
-    pub const SESSION_END: &str = "session_end";
-    /// The task's first message.
-    pub const TASK_START: &str = "task_start";
-    /// The task's totals.
-    pub const TASK_END: &str = "task_end";
     /// The task failed (driver error, malformed reply, runtime error, crash).
     pub const TASK_FAILED: &str = "task_failed";
-    /// The task was canceled.
-    pub const TASK_CANCELED: &str = "task_canceled";
-    /// The task continued once with delegation outcomes.
-    pub const TASK_CONTINUED: &str = "task_continued";
-    /// One model call.
-    pub const INFERENCE: &str = "inference";
-    /// The driver retries a model call.
-    pub const INFERENCE_RETRY: &str = "inference_retry";
-    /// One tool call.
-    pub const TOOL_CALL: &str = "tool_call";
-    /// One skill call.
-    pub const SKILL_CALL: &str = "skill_call";
-    /// The command a shell tool call ran.
-    pub const SHELL: &str = "shell";
-    /// A policy hook refused a call.
-    pub const CALL_DENIED: &str = "call_denied";
     /// A delegation's child started.
     pub const DELEGATION_START: &str = "delegation_start";
     /// A delegation ended (or was refused).
     pub const DELEGATION: &str = "delegation";
-    /// A pull added an artifact to the session.
-    pub const ARTIFACT_PULLED: &str = "artifact_pulled";
-    /// The tool array sent to the model changed.
-    pub const TOOLS_REFRESHED: &str = "tools_refreshed";
 }
 
 /// The facts of a started child, for its `delegation_start` line.
