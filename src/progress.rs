@@ -24,7 +24,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mur_actors::trace::{Observer, TraceEvent};
+use mur_actors::trace::{EventType, Observer, TraceEvent};
 use serde_json::{Map, Value};
 
 use crate::trace::format::{duration, thousands, Style};
@@ -267,7 +267,7 @@ impl Tree {
     }
 
     fn line(&mut self, session: &str, event: &TraceEvent) {
-        if event.event_type == "session_start" {
+        if event.event_type == EventType::SessionStart {
             self.session_start(session, event);
             return;
         }
@@ -278,7 +278,7 @@ impl Tree {
         let f = &fields;
         let (depth, printed) = (node.depth, node.printed);
         // A shell tool's `tool_call` is followed by its `shell` line, which has the exit code.
-        if event.event_type != "shell" {
+        if event.event_type != EventType::Shell {
             self.flush_pending(session);
         }
         let gap = event
@@ -289,8 +289,10 @@ impl Tree {
         }
         let st = self.style;
         match event.event_type {
-            "task_start" => self.set_doing(session, "turn 0 · waiting for the model".into()),
-            "inference" => {
+            EventType::TaskStart => {
+                self.set_doing(session, "turn 0 · waiting for the model".into())
+            }
+            EventType::Inference => {
                 let turn = f.get("turn").and_then(Value::as_i64).unwrap_or(0);
                 if let Some(n) = self.nodes.get_mut(session) {
                     n.turn = turn;
@@ -324,7 +326,7 @@ impl Tree {
                 };
                 self.set_doing(session, next);
             }
-            "inference_retry" => {
+            EventType::InferenceRetry => {
                 let turn = num_of(f, "turn").unwrap_or(0);
                 if printed {
                     self.print(
@@ -340,7 +342,7 @@ impl Tree {
                 }
                 self.set_doing(session, format!("turn {turn} · waiting to retry the model"));
             }
-            "tool_call" => {
+            EventType::ToolCall => {
                 let name = str_of(f, "tool_name").unwrap_or("?").to_string();
                 let input = short_input(f.get("input"));
                 let ms = num_of(f, "duration_ms").unwrap_or(0);
@@ -375,7 +377,7 @@ impl Tree {
                 };
                 self.print(depth, &st.red(&text));
             }
-            "shell" => {
+            EventType::Shell => {
                 let pending = self.nodes.get_mut(session).and_then(|n| n.pending.take());
                 if let Some(p) = pending {
                     let code = f.get("exit_code").and_then(Value::as_i64);
@@ -402,7 +404,7 @@ impl Tree {
                     self.print(depth, &text);
                 }
             }
-            "skill_call" if printed => {
+            EventType::SkillCall if printed => {
                 let name = str_of(f, "skill_name").unwrap_or("?");
                 if str_of(f, "status") == Some("ok") {
                     self.print(depth, &format!("✓ skill {name}"));
@@ -416,7 +418,7 @@ impl Tree {
                     );
                 }
             }
-            "call_denied" if printed => {
+            EventType::CallDenied if printed => {
                 self.print(
                     depth,
                     &st.red(&format!(
@@ -427,7 +429,7 @@ impl Tree {
                     )),
                 );
             }
-            "artifact_pulled" if printed => {
+            EventType::ArtifactPulled if printed => {
                 self.print(
                     depth,
                     &format!(
@@ -439,7 +441,7 @@ impl Tree {
                     ),
                 );
             }
-            "tools_refreshed" if printed => {
+            EventType::ToolsRefreshed if printed => {
                 let list = |k: &str| {
                     f.get(k)
                         .and_then(Value::as_array)
@@ -461,7 +463,7 @@ impl Tree {
                 }
                 self.print(depth, &format!("tools now: {}", parts.join("  ")));
             }
-            "delegation_start" => {
+            EventType::DelegationStart => {
                 let child = str_of(f, "child_session_id").unwrap_or("").to_string();
                 let capsule = str_of(f, "capsule").unwrap_or("?").to_string();
                 if printed {
@@ -479,7 +481,7 @@ impl Tree {
                     n.waiting_children += 1;
                 }
             }
-            "delegation" => {
+            EventType::Delegation => {
                 let capsule = str_of(f, "capsule").unwrap_or("?");
                 let outcome = str_of(f, "outcome").unwrap_or("?");
                 let child = str_of(f, "child_session_id");
@@ -509,11 +511,11 @@ impl Tree {
                     }
                 }
             }
-            "task_continued" => {
+            EventType::TaskContinued => {
                 let turn = self.nodes.get(session).map_or(0, |n| n.turn + 1);
                 self.set_doing(session, format!("turn {turn} · waiting for the model"));
             }
-            "plan_start" if printed => {
+            EventType::PlanStart if printed => {
                 self.print(
                     depth,
                     &format!(
@@ -523,11 +525,11 @@ impl Tree {
                     ),
                 );
             }
-            "plan_step_start" => {
+            EventType::PlanStepStart => {
                 let step = str_of(f, "step_id").unwrap_or("?");
                 self.set_doing(session, format!("plan step {step}"));
             }
-            "plan_step" if printed => {
+            EventType::PlanStep if printed => {
                 let status = str_of(f, "status").unwrap_or("?");
                 let mut text = format!(
                     "  step {} ({}) {status} · {}",
@@ -548,7 +550,7 @@ impl Tree {
                     },
                 );
             }
-            "plan_end" if printed => {
+            EventType::PlanEnd if printed => {
                 let outcome = str_of(f, "outcome").unwrap_or("?");
                 let text = format!(
                     "plan {} {outcome} · {} of {} steps succeeded",
@@ -565,7 +567,7 @@ impl Tree {
                     },
                 );
             }
-            "task_failed" if printed => {
+            EventType::TaskFailed if printed => {
                 self.print(
                     depth,
                     &st.red(&format!(
@@ -575,13 +577,13 @@ impl Tree {
                     )),
                 );
             }
-            "task_end" => {
+            EventType::TaskEnd => {
                 let waiting = self.nodes.get(session).map_or(0, |n| n.waiting_children);
                 if waiting > 0 {
                     self.set_doing(session, format!("ending {waiting} sub-capsules"));
                 }
             }
-            "session_end" => self.session_end(session, f),
+            EventType::SessionEnd => self.session_end(session, f),
             _ => {}
         }
         if self

@@ -117,7 +117,7 @@ impl World {
             .lock()
             .unwrap()
             .iter()
-            .filter(|e| e.event_type == kind)
+            .filter(|e| e.event_type.as_str() == kind)
             .map(|e| Value::Object(e.fields()))
             .collect()
     }

@@ -34,5 +34,6 @@ pub mod task;
 pub mod testkit;
 pub mod text;
 pub mod tool;
+pub mod totals;
 pub mod trace;
 pub mod trace_writer;

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use mur_actors::tool::{ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor};
-use mur_actors::trace::TraceEvent;
+use mur_actors::trace::{EventType, TraceEvent};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -99,7 +99,7 @@ impl ToolExecutor for FetchPeerFile {
         let handle_id = handle::handle_id(token);
         let trace = |outcome: &str, reason: Option<&str>| {
             (request.trace)(
-                TraceEvent::new("peer_file_fetch", None)
+                TraceEvent::new(EventType::PeerFileFetch, None)
                     .with("peer", peer_text)
                     .with("handle_id", &handle_id)
                     .with("outcome", outcome)
@@ -197,7 +197,7 @@ impl ToolExecutor for FetchPeerFile {
             ));
         }
         (request.trace)(
-            TraceEvent::new("peer_file_fetch", None)
+            TraceEvent::new(EventType::PeerFileFetch, None)
                 .with("peer", peer.to_string())
                 .with("handle_id", &handle_id)
                 .with("stored_path", &rel)

@@ -7,7 +7,7 @@
 //! the file's current bytes until it expires or its session ends. Every answer is traced as
 //! `peer_handle_redeem` in the minting session's trace, with the handle's id, never the token.
 
-use mur_actors::trace::TraceEvent;
+use mur_actors::trace::{EventType, TraceEvent};
 use sha2::{Digest, Sha256};
 
 use super::files;
@@ -57,7 +57,7 @@ pub fn redeem(session_id: &str, token: &str, audience: Option<&str>) -> Result<S
     };
     let handle_id = handle::handle_id(token);
     let outcome = check(&export, token, audience);
-    let mut line = TraceEvent::new("peer_handle_redeem", None)
+    let mut line = TraceEvent::new(EventType::PeerHandleRedeem, None)
         .with("handle_id", &handle_id)
         .with_opt("audience", audience);
     match &outcome {

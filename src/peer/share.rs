@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mur_actors::tool::{ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor};
-use mur_actors::trace::TraceEvent;
+use mur_actors::trace::{EventType, TraceEvent};
 use serde_json::{json, Value};
 
 use super::address::{self, PeerAddr};
@@ -89,7 +89,7 @@ impl ToolExecutor for ShareFile {
         let peer_text = text_arg(input, "peer")?;
         let trace = |outcome: &str, reason: Option<&str>, audience: Option<&str>| {
             (request.trace)(
-                TraceEvent::new("peer_handle_mint", None)
+                TraceEvent::new(EventType::PeerHandleMint, None)
                     .with("path", path)
                     .with_opt("audience", audience)
                     .with("outcome", outcome)
@@ -148,7 +148,7 @@ impl ToolExecutor for ShareFile {
         );
         let handle_id = handle::handle_id(&token);
         (request.trace)(
-            TraceEvent::new("peer_handle_mint", None)
+            TraceEvent::new(EventType::PeerHandleMint, None)
                 .with("handle_id", &handle_id)
                 .with("path", &rel)
                 .with("audience", &audience)

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use mur_actors::model::{ContentBlock, InferReply, StopReason, Usage};
+use mur_actors::trace::EventType;
 use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
@@ -272,26 +273,26 @@ pub fn read(path: &Path) -> Result<Recording, Diagnostic> {
 
 fn push(rec: &mut Recording, v: &Value) {
     let kind = v.get("event_type").and_then(Value::as_str).unwrap_or("");
-    match kind {
-        "session_start" => {
+    match EventType::parse(kind) {
+        Some(EventType::SessionStart) => {
             rec.session_id = text(v, "session_id").unwrap_or_default();
             rec.capsule_name = text(v, "capsule_name").unwrap_or_default();
             rec.capsule_version = text(v, "capsule_version").unwrap_or_default();
             rec.workdir = text(v, "workdir").map(PathBuf::from);
             rec.start = v.as_object().cloned().unwrap_or_default();
         }
-        "task_start" => {
+        Some(EventType::TaskStart) => {
             if let Some(t) = text(v, "task") {
                 rec.task = Some(t);
             }
         }
-        "body" => {
+        Some(EventType::Body) => {
             if let (Some(sha), Some(body)) = (text(v, "sha256"), text(v, "body")) {
                 rec.bodies.insert(sha, body);
                 rec.has_content = true;
             }
         }
-        "inference" => {
+        Some(EventType::Inference) => {
             let turn = num(v, "turn").unwrap_or(0) as u32;
             let tokens = (
                 num(v, "input_tokens").unwrap_or(0),
@@ -355,7 +356,7 @@ fn push(rec: &mut Recording, v: &Value) {
             }
             rec.turns.push(t);
         }
-        "tool_call" | "skill_call" | "call_denied" => {
+        Some(EventType::ToolCall) | Some(EventType::SkillCall) | Some(EventType::CallDenied) => {
             if kind == "tool_call" {
                 rec.totals.tool_calls = rec.totals.tool_calls.saturating_add(1);
             }
@@ -408,7 +409,7 @@ fn push(rec: &mut Recording, v: &Value) {
                 }
             }
         }
-        "shell" => {
+        Some(EventType::Shell) => {
             rec.totals.shell_calls = rec.totals.shell_calls.saturating_add(1);
             if let Some(call) = rec
                 .turns
@@ -418,7 +419,7 @@ fn push(rec: &mut Recording, v: &Value) {
                 call.shell = Some(v.clone());
             }
         }
-        "user_message" => rec.injected.push(Injected {
+        Some(EventType::UserMessage) => rec.injected.push(Injected {
             turn: num(v, "turn").unwrap_or(0) as u32,
             text: text(v, "text").unwrap_or_default(),
             delegations: v
@@ -431,7 +432,7 @@ fn push(rec: &mut Recording, v: &Value) {
                 })
                 .unwrap_or_default(),
         }),
-        "delegation_start" => rec.delegations.push(Delegation {
+        Some(EventType::DelegationStart) => rec.delegations.push(Delegation {
             id: text(v, "delegation_id").unwrap_or_default(),
             capsule: text(v, "capsule").unwrap_or_default(),
             version: text(v, "version").unwrap_or_default(),
@@ -442,7 +443,7 @@ fn push(rec: &mut Recording, v: &Value) {
             outcome: None,
             tokens: (0, 0),
         }),
-        "delegation" => {
+        Some(EventType::Delegation) => {
             let id = text(v, "delegation_id").unwrap_or_default();
             let usage = v.get("usage").cloned().unwrap_or(Value::Null);
             let tokens = (
@@ -457,7 +458,7 @@ fn push(rec: &mut Recording, v: &Value) {
                 rec.totals.output_tokens = rec.totals.output_tokens.saturating_add(tokens.1);
             }
         }
-        "artifact_pulled" => {
+        Some(EventType::ArtifactPulled) => {
             if let Some(name) = text(v, "name") {
                 rec.artifact_changes.push(ArtifactChange::Pulled(name));
             }
@@ -465,7 +466,7 @@ fn push(rec: &mut Recording, v: &Value) {
                 rec.pulled.push(o.clone());
             }
         }
-        "session_end" => rec.exit_status = text(v, "exit_status"),
+        Some(EventType::SessionEnd) => rec.exit_status = text(v, "exit_status"),
         _ => {}
     }
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::diagnostic::Diagnostic;
 use crate::replay::recording;
+use mur_actors::trace::EventType;
 
 /// The body `selector` names (`system`, `tools`, `response` with `turn`, or a sha256 or an
 /// 8+ hex prefix of one) in the trace at `path`.
@@ -68,7 +69,9 @@ fn response_text(path: &Path, turn: u32) -> Option<String> {
     let bytes = crate::files::read_capped(path, recording::TRACE_CAP).ok()?;
     bytes.split(|b| *b == b'\n').find_map(|line| {
         let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-        (v["event_type"] == "inference" && v["turn"] == turn && v["decision"] != "error")
+        (v["event_type"] == EventType::Inference.as_str()
+            && v["turn"] == turn
+            && v["decision"] != "error")
             .then(|| v["response"].as_str().map(str::to_string))
             .flatten()
     })

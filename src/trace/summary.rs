@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use crate::diagnostic::Diagnostic;
+use mur_actors::trace::EventType;
 
 use super::event::Event;
 use super::lenient::{Checked, ToolInput};
@@ -118,10 +119,10 @@ impl Builder {
             }
             (last, kind) => *last = kind.map(str::to_owned),
         }
-        match ev.kind() {
-            "session_start" => self.session_start(ev),
-            "task_start" => s.tasks += 1,
-            "task_continued" => {
+        match EventType::parse(ev.kind()) {
+            Some(EventType::SessionStart) => self.session_start(ev),
+            Some(EventType::TaskStart) => s.tasks += 1,
+            Some(EventType::TaskContinued) => {
                 let n = ev.delegations.as_ref().map_or(0, Vec::len);
                 let text = format!(
                     "continued with {n} delegation outcome{}{}",
@@ -132,19 +133,23 @@ impl Builder {
                 );
                 self.note_next_turn(text);
             }
-            kind if kind.starts_with("peer_") => {
+            Some(
+                kind @ (EventType::PeerHandleMint
+                | EventType::PeerHandleRedeem
+                | EventType::PeerFileFetch),
+            ) => {
                 let key = format!("{kind} {}", ev.outcome.as_deref().unwrap_or("ok"));
                 *s.peer.entry(key).or_default() += 1;
             }
-            "inference" => self.inference(ev),
-            "tool_call" => self.tool_call(ev),
-            "shell" => self.shell(ev),
-            "skill_call" => {
+            Some(EventType::Inference) => self.inference(ev),
+            Some(EventType::ToolCall) => self.tool_call(ev),
+            Some(EventType::Shell) => self.shell(ev),
+            Some(EventType::SkillCall) => {
                 s.skill_calls += 1;
                 let name = own(ev.skill_name.take()).unwrap_or_default();
                 self.note(format!("skill {name}"));
             }
-            "artifact_pulled" => {
+            Some(EventType::ArtifactPulled) => {
                 let p = Pull {
                     name: own(ev.name.take()).unwrap_or_else(|| "?".into()),
                     version: own(ev.version.take()).unwrap_or_else(|| "?".into()),
@@ -158,7 +163,7 @@ impl Builder {
                 s.pulls.push(p);
                 self.note(text);
             }
-            "tools_refreshed" => {
+            Some(EventType::ToolsRefreshed) => {
                 let r = Refresh {
                     turn: ev.turn,
                     trigger: own(ev.trigger.take()).unwrap_or_default(),
@@ -169,7 +174,7 @@ impl Builder {
                 s.refreshes.push(r);
                 self.note_next_turn(text);
             }
-            "call_denied" => {
+            Some(EventType::CallDenied) => {
                 let d = Denial {
                     turn: ev.turn,
                     event: own(ev.event.take()),
@@ -186,7 +191,7 @@ impl Builder {
                 s.denials.push(d);
                 self.note(text);
             }
-            "inference_retry" => {
+            Some(EventType::InferenceRetry) => {
                 let r = Retry {
                     turn: ev.turn,
                     attempt: ev.attempt,
@@ -200,7 +205,7 @@ impl Builder {
                 s.retries.push(r);
                 self.note_next_turn(text);
             }
-            "task_failed" => {
+            Some(EventType::TaskFailed) => {
                 let f = Failure {
                     turn: ev.turn,
                     cause: own(ev.cause.take()),
@@ -217,7 +222,7 @@ impl Builder {
                 s.failures.push(f);
                 self.note(text);
             }
-            "plan_start" => {
+            Some(EventType::PlanStart) => {
                 let id = own(ev.plan_id.take()).unwrap_or_default();
                 let text = format!(
                     "plan {id} started ({} steps)",
@@ -230,7 +235,7 @@ impl Builder {
                 });
                 self.note(text);
             }
-            "plan_step" => {
+            Some(EventType::PlanStep) => {
                 let step = PlanStep {
                     step_id: own(ev.step_id.take()).unwrap_or_default(),
                     kind: own(ev.kind.take()),
@@ -240,7 +245,7 @@ impl Builder {
                 let plan = plan_for(&mut s.plans, own(ev.plan_id.take()));
                 plan.steps.push(step);
             }
-            "plan_end" => {
+            Some(EventType::PlanEnd) => {
                 let id = own(ev.plan_id.clone());
                 let plan = plan_for(&mut s.plans, own(ev.plan_id.take()));
                 plan.outcome = own(ev.outcome.clone()).or(own(ev.status.clone()));
@@ -251,7 +256,7 @@ impl Builder {
                 );
                 self.note(text);
             }
-            "delegation_start" => {
+            Some(EventType::DelegationStart) => {
                 let turn = s.turns.last().map(|t| t.turn);
                 let d = Delegation {
                     delegation_id: own(ev.delegation_id.take()),
@@ -272,9 +277,9 @@ impl Builder {
                 s.delegations.push(d);
                 self.note(text);
             }
-            "delegation" => self.delegation(ev),
-            "task_end" => {}
-            "session_end" => {
+            Some(EventType::Delegation) => self.delegation(ev),
+            Some(EventType::TaskEnd) => {}
+            Some(EventType::SessionEnd) => {
                 s.ended = true;
                 s.status = own(ev.exit_status.take());
                 s.duration_ms = ev.duration_ms.map(|d| d.max(0) as u64);

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::model::{PlanDef, StepDef, StepStatus};
 use super::result::Counts;
 use super::StepRunner;
-use crate::trace::TraceEvent;
+use crate::trace::{EventType, TraceEvent};
 
 /// Writes one plan's lines through the runner, remembering the `plan_start` id.
 pub struct PlanTrace {
@@ -85,7 +85,7 @@ impl PlanTrace {
                 })
             })
             .collect();
-        let event = TraceEvent::new("plan_start", Some(&self.session_parent))
+        let event = TraceEvent::new(EventType::PlanStart, Some(&self.session_parent))
             .with("plan_id", &plan.id)
             .with("step_count", plan.steps.len())
             .with("steps", steps);
@@ -96,7 +96,7 @@ impl PlanTrace {
 
     /// `plan_step_start{plan_id, step_id, kind, depends_on}`.
     pub fn step_start(&self, step: &StepDef) {
-        let event = TraceEvent::new("plan_step_start", Some(self.parent()))
+        let event = TraceEvent::new(EventType::PlanStepStart, Some(self.parent()))
             .with("plan_id", &self.plan_id)
             .with("step_id", &step.id)
             .with("kind", step.kind_name())
@@ -106,7 +106,7 @@ impl PlanTrace {
 
     /// `plan_step{plan_id, step_id, kind, status, attempts, duration_ms, error?, input?}`.
     pub fn step(&self, line: StepLine<'_>) {
-        let event = TraceEvent::new("plan_step", Some(self.parent()))
+        let event = TraceEvent::new(EventType::PlanStep, Some(self.parent()))
             .with("plan_id", &self.plan_id)
             .with("step_id", &line.step.id)
             .with("kind", line.step.kind_name())
@@ -121,7 +121,7 @@ impl PlanTrace {
     /// `plan_end{plan_id, outcome, failed_step?, steps_total, steps_succeeded, steps_failed,
     /// steps_skipped, duration_ms, reason?}`.
     pub fn end(&self, line: EndLine<'_>) {
-        let event = TraceEvent::new("plan_end", Some(self.parent()))
+        let event = TraceEvent::new(EventType::PlanEnd, Some(self.parent()))
             .with("plan_id", &self.plan_id)
             .with("outcome", line.outcome)
             .with_opt("failed_step", line.failed_step)

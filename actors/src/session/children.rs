@@ -8,7 +8,6 @@ use crate::delegation::{outcome_text, DelegationOutcome, OutcomeStatus};
 use crate::durable::SessionRecords;
 use crate::supervisor::SupervisorMsg;
 use crate::trace::events::{self, DelegationEnd};
-use crate::trace::TraceEvent;
 
 impl SessionState {
     /// Write the terminal `delegation` line of one outcome.
@@ -88,20 +87,15 @@ impl SessionState {
         let settled = self.take_deliverable();
         self.continuations += 1;
         let ids: Vec<&str> = settled.iter().map(|o| o.delegation_id.as_str()).collect();
-        self.emit(
-            TraceEvent::new("task_continued", Some(&self.task_event))
-                .with("task_id", &self.task_id)
-                .with("continuation_number", self.continuations)
-                .with("delegations", &ids)
-                .with("member_calls", Vec::<String>::new())
-                .with("waited_ms", since.elapsed().as_millis() as u64)
-                .with(
-                    "turns_remaining",
-                    self.spec
-                        .max_turns
-                        .map(|m| m.saturating_sub(self.totals.turns)),
-                ),
-        );
+        self.emit(events::task_continued(
+            self.on_task(self.turn),
+            self.continuations,
+            &ids,
+            since.elapsed().as_millis() as u64,
+            self.spec
+                .max_turns
+                .map(|m| m.saturating_sub(self.totals.turns)),
+        ));
         self.deliver(settled);
         self.start_turn(myself);
     }

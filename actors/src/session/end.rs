@@ -8,7 +8,7 @@ use crate::dispatcher::DispatcherMsg;
 use crate::file_lane::{self, Lane};
 use crate::record_error::RecordError;
 use crate::trace::events;
-use crate::trace::{Durability, TraceEvent};
+use crate::trace::Durability;
 
 impl SessionState {
     /// Queue the end of the task; the actual finish runs in the handler (it awaits fsync).
@@ -59,32 +59,19 @@ impl SessionState {
         .err();
         let duration_ms = self.started.elapsed().as_millis() as u64;
         let t = self.totals;
-        self.emit(
-            TraceEvent::new("task_end", Some(&self.task_event))
-                .with("task_id", &self.task_id)
-                .with("exit_status", status.as_str())
-                .with("duration_ms", duration_ms)
-                .with("turns", t.turns)
-                .with("input_tokens", t.input_tokens)
-                .with("output_tokens", t.output_tokens)
-                .with("tool_calls", t.tool_calls)
-                .with("shell_calls", t.shell_calls)
-                .with("reopen_count", 0),
-        );
-        let mut end = TraceEvent::new("session_end", Some(&self.session_event))
-            .with("total_turns", t.turns)
-            .with("total_input_tokens", t.input_tokens)
-            .with("total_output_tokens", t.output_tokens)
-            .with("total_tool_calls", t.tool_calls)
-            .with("total_shell_calls", t.shell_calls)
-            .with("duration_ms", duration_ms)
-            .with("exit_status", status.as_str());
-        if self.delegated != (0, 0) {
-            end = end
-                .with("delegated_input_tokens", self.delegated.0)
-                .with("delegated_output_tokens", self.delegated.1);
-        }
-        self.emit(end);
+        self.emit(events::task_end(
+            self.on_task(self.turn),
+            status.as_str(),
+            duration_ms,
+            &t,
+        ));
+        self.emit(events::session_end(
+            &self.session_event,
+            status.as_str(),
+            duration_ms,
+            &t,
+            self.delegated,
+        ));
         // Every session's lines are written, then its records flushed in the background; the
         // root waits for its whole tree's flushes.
         if let Err(e) = self.trace.sync(Durability::Written).await {

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use serde_json::{json, Value};
 
 use crate::delegation::{ChildTable, DelegationOutcome};
 use crate::dispatcher::{Dispatcher, DispatcherArgs, DispatcherMsg};
@@ -40,8 +39,11 @@ use crate::supervisor::SupervisorMsg;
 use crate::task::OwnedTask;
 use crate::text::{sha256_hex, truncate};
 use crate::trace::events;
-use crate::trace::{TraceEvent, TraceLog};
+use crate::trace::{EventType, TraceEvent, TraceLog};
 use crate::trace_writer::{TraceWriterMsg, TraceWriterSlot};
+
+/// The counters, re-exported where they have always been named.
+pub use crate::totals::Totals;
 
 /// How a session ended (`task_end.exit_status`, `session_end.exit_status`, `status:` of `mur run`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,21 +68,6 @@ impl ExitStatus {
             ExitStatus::Canceled => "canceled",
         }
     }
-}
-
-/// Counters that end up in `task_end` and `session_end`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Counted `inference` lines.
-    pub turns: u32,
-    /// Input tokens (provider figure when reported, else the runtime's estimate).
-    pub input_tokens: u64,
-    /// Output tokens (same rule).
-    pub output_tokens: u64,
-    /// `tool_call` lines.
-    pub tool_calls: u32,
-    /// `shell` lines.
-    pub shell_calls: u32,
 }
 
 /// What a finished session reports to whoever started it.
@@ -349,6 +336,24 @@ pub fn max_turns_text(max: u32) -> String {
 }
 
 impl SessionState {
+    /// Where a line about the task hangs: off `task_start`, at `turn`.
+    pub(super) fn on_task(&self, turn: u32) -> events::At<'_> {
+        events::At {
+            parent: &self.task_event,
+            task_id: &self.task_id,
+            turn,
+        }
+    }
+
+    /// Where a line about a call hangs: off its turn's `inference`, at `turn`.
+    pub(super) fn on_turn(&self, turn: u32) -> events::At<'_> {
+        events::At {
+            parent: &self.turn_event,
+            task_id: &self.task_id,
+            turn,
+        }
+    }
+
     pub(super) fn emit(&self, event: TraceEvent) {
         log_event(&self.spec.session_id, &event);
         self.trace.append(event);
@@ -505,63 +510,36 @@ impl Actor for Session {
         let hashes = spec.capture != Capture::None;
         let tools_declared: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let capabilities = capability_names(&spec);
-        let start = TraceEvent::new("session_start", None)
-            .with("capsule_name", &spec.capsule_name)
-            .with("capsule_version", &spec.capsule_version)
-            .with("model", &spec.model)
-            .with("max_turns", spec.max_turns)
-            .with("capabilities", capabilities)
-            .with("tools_declared", &tools_declared)
-            .with("containment_declared", &spec.containment.declared)
-            .with("containment_achieved", &spec.containment.achieved)
-            .with("workdir_exec", spec.containment.workdir_exec)
-            .with(
-                "effective_grants",
-                json!({
-                    "shell_allow": spec.grants.shell_allow,
-                    "spawn_allow": spec.grants.spawn_allow,
-                    "plan_submit": spec.grants.plan_submit,
-                    "peer_fetch_allow": spec.grants.peer_fetch_allow,
-                    "network_allow": spec.grants.network_allow,
-                }),
-            )
-            .with("system_prompt_source", spec.system_prompt_source)
-            .with(
-                "system_prompt_sha256",
-                spec.operator_prompt
-                    .as_deref()
-                    .map(|p| sha256_hex(p.as_bytes())),
-            )
-            .with("driver", spec.driver.name())
-            .with("tool_refresh", &spec.tool_refresh)
-            .with("runtime_artifacts", Vec::<Value>::new())
-            .with("resumed_from", &spec.continuation.resumed_from)
-            .with_opt("replay_of", spec.continuation.replay_of.as_ref())
-            .with_opt(
-                "resumed_totals",
-                spec.continuation
-                    .resumed_from
-                    .as_ref()
-                    .and(seed.as_ref())
-                    .map(|s| {
-                        let t = s.totals;
-                        json!({"turns": t.turns, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "tool_calls": t.tool_calls, "shell_calls": t.shell_calls})
-                    }),
-            )
-            .with_opt(
-                "workdir",
-                (spec.capture == Capture::Content)
-                    .then(|| spec.paths.workdir.display().to_string()),
-            )
-            .with("context_id", Value::Null)
-            .with_opt(
-                "spawned_by",
-                spec.spawned_by.as_ref().map(|s| &s.parent_session_id),
-            )
-            .with_opt(
-                "delegation_id",
-                spec.spawned_by.as_ref().map(|s| &s.delegation_id),
-            );
+        let start = events::session_start(&events::SessionStart {
+            capsule_name: &spec.capsule_name,
+            capsule_version: &spec.capsule_version,
+            model: &spec.model,
+            max_turns: spec.max_turns,
+            capabilities: &capabilities,
+            tools_declared: &tools_declared,
+            containment: &spec.containment,
+            grants: &spec.grants,
+            system_prompt_source: spec.system_prompt_source,
+            system_prompt_sha256: spec
+                .operator_prompt
+                .as_deref()
+                .map(|p| sha256_hex(p.as_bytes())),
+            driver: spec.driver.name(),
+            tool_refresh: &spec.tool_refresh,
+            resumed_from: spec.continuation.resumed_from.as_deref(),
+            replay_of: spec.continuation.replay_of.as_deref(),
+            resumed_totals: spec
+                .continuation
+                .resumed_from
+                .as_ref()
+                .and(seed.as_ref())
+                .map(|s| s.totals),
+            workdir: (spec.capture == Capture::Content).then_some(spec.paths.workdir.as_path()),
+            spawned_by: spec
+                .spawned_by
+                .as_ref()
+                .map(|s| (s.parent_session_id.as_str(), s.delegation_id.as_str())),
+        });
         let (slot, me, id) = (args.trace_writer, myself.clone(), spec.session_id.clone());
         trace.on_failure(move |error| {
             slot.report(TraceWriterMsg::WriteFailed {
@@ -574,18 +552,12 @@ impl Actor for Session {
         log_event(&spec.session_id, &start);
         trace.append(start);
         let task_id = ids::mint("tsk_");
-        let task = TraceEvent::new("task_start", Some(&session_event))
-            .with("task_id", &task_id)
-            .with("context_id", ids::mint("ctx_"))
-            .with("source", "task_md")
-            .with("origin", "user")
-            .with("trust", "trusted")
-            .with("lane", "user")
-            .with("message_parts_bytes", spec.task.len())
-            .with_opt(
-                "task",
-                (spec.capture == Capture::Content).then_some(&spec.task),
-            );
+        let task = events::task_start(
+            &session_event,
+            &task_id,
+            &spec.task,
+            spec.capture == Capture::Content,
+        );
         let task_event = task.event_id.clone();
         log_event(&spec.session_id, &task);
         trace.append(task);
@@ -688,13 +660,11 @@ impl Actor for Session {
                         return Ok(())
                     }
                 };
-                state.emit(
-                    TraceEvent::new("task_canceled", Some(&state.task_event))
-                        .with("task_id", &state.task_id)
-                        .with("turn", state.turn)
-                        .with("phase", phase)
-                        .with("reason", &reason),
-                );
+                state.emit(events::task_canceled(
+                    state.on_task(state.turn),
+                    phase,
+                    &reason,
+                ));
                 state
                     .finish(
                         &myself,
@@ -770,19 +740,7 @@ impl Actor for Session {
             }
             SessionMsg::Retry { turn, note } => {
                 if let Life::Inferring { .. } = state.life {
-                    state.emit(
-                        TraceEvent::new("inference_retry", Some(&state.task_event))
-                            .with("turn", turn)
-                            .with("task_id", &state.task_id)
-                            .with("attempt", note.attempt)
-                            .with("max_retries", note.max_retries)
-                            .with("reason", note.reason)
-                            .with_opt("provider_status", note.provider_status)
-                            .with("error", truncate(&note.error, 2000))
-                            .with("delay_ms", note.delay_ms)
-                            .with_opt("retry_after_ms", note.retry_after_ms)
-                            .with("charged_tokens", 0),
-                    )
+                    state.emit(events::inference_retry(state.on_task(turn), &note))
                 }
             }
             SessionMsg::ToolDone(d) => {
@@ -859,16 +817,21 @@ fn log_event(session: &str, event: &TraceEvent) {
         return;
     }
     let info = tracing::enabled!(Level::INFO);
-    if !info && event.event_type != "call_denied" {
+    if !info && event.event_type != EventType::CallDenied {
         return;
     }
     let fields = event.fields();
     let level = match event.event_type {
-        "session_start" | "session_end" | "delegation_start" | "delegation" | "artifact_pulled"
-        | "artifact_removed" | "plan_start" | "plan_end" => Level::INFO,
-        "call_denied" => Level::WARN,
+        EventType::SessionStart
+        | EventType::SessionEnd
+        | EventType::DelegationStart
+        | EventType::Delegation
+        | EventType::ArtifactPulled
+        | EventType::PlanStart
+        | EventType::PlanEnd => Level::INFO,
+        EventType::CallDenied => Level::WARN,
         // A failed or refused call stands out at -v, beside the lifecycle lines.
-        "tool_call" | "skill_call"
+        EventType::ToolCall | EventType::SkillCall
             if fields.get("status").and_then(|v| v.as_str()) == Some("error") =>
         {
             Level::INFO

@@ -1,6 +1,7 @@
 //! The turn loop of a [`Session`](super::Session): one model call, its tool calls one at a
 //! time, the next model call; the tool array refreshed when a pull or removal changed it.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,7 +21,6 @@ use crate::task::OwnedTask;
 use crate::text::{estimate_tokens, sha256_hex, truncate};
 use crate::tool::ExecStatus;
 use crate::trace::events::{self, DelegationEnd, DelegationStart};
-use crate::trace::TraceEvent;
 
 impl SessionState {
     /// `Begin`: stage the files while the first model call (sent from `pre_start`) is in
@@ -121,21 +121,19 @@ impl SessionState {
             StopReason::EndTurn => "end_turn",
             _ => "text",
         };
-        let mut ev = TraceEvent::new("inference", Some(&self.task_event))
-            .with("turn", turn)
-            .with("task_id", &self.task_id)
-            .with("input_tokens", input_tokens)
-            .with("output_tokens", output_tokens)
-            .with("decision", decision)
-            .with("stop_reason", reply.stop_reason.as_str())
-            .with("tool_name", calls.first().map(|c| c.1.as_str()))
-            .with_opt("input_tokens_actual", reply.usage.input_tokens)
-            .with_opt("output_tokens_actual", reply.usage.output_tokens)
-            .with_opt("cached_tokens", reply.usage.cached_tokens)
-            .with_opt("cache_write_tokens", reply.usage.cache_write_tokens)
-            .with_opt("thinking_tokens", reply.usage.thinking_tokens)
-            .with("max_output_tokens", self.spec.max_tokens)
-            .with_opt("attempts", (reply.attempts > 1).then_some(reply.attempts));
+        let mut ev = events::inference(
+            self.on_task(turn),
+            &events::Inference {
+                input_tokens,
+                output_tokens,
+                decision,
+                stop_reason: &reply.stop_reason,
+                tool_name: calls.first().map(|c| c.1.as_str()),
+                usage: &reply.usage,
+                max_output_tokens: self.spec.max_tokens,
+                attempts: reply.attempts,
+            },
+        );
         if self.spec.capture != Capture::None {
             ev = ev
                 .with("system_sha", &self.system_sha)
@@ -231,48 +229,25 @@ impl SessionState {
         turn: u32,
         err: InferError,
     ) {
-        self.emit(
-            TraceEvent::new("inference", Some(&self.task_event))
-                .with("turn", turn)
-                .with("task_id", &self.task_id)
-                .with("decision", "error")
-                .with("stop_reason", "error")
-                .with("tool_name", Value::Null)
-                .with("error_code", err.kind.as_str())
-                .with("error", truncate(&err.message, 2000))
-                .with_opt("provider_status", err.provider_status)
-                .with_opt("attempts", (err.attempts > 1).then_some(err.attempts))
-                .with_opt("retry_stopped", err.retry_stopped.as_deref()),
-        );
+        self.emit(events::inference_failed(self.on_task(turn), &err));
         self.fail(myself, err.kind.as_str(), &err.message);
     }
 
     /// A pull added an artifact: record it. (The inventory changed where the call ran; the
     /// new tool array is offered from the next model call, with a `tools_refreshed` line.)
     pub(super) fn pulled(&mut self, p: Pulled) {
-        {
-            self.emit(
-                TraceEvent::new("artifact_pulled", Some(&self.session_event))
-                    .with("name", &p.name)
-                    .with("version", &p.version)
-                    .with("runtime", &p.runtime)
-                    .with("origin", &p.origin)
-                    .with(
-                        "session",
-                        (p.origin == "runtime").then_some(&self.spec.session_id),
-                    )
-                    .with(
-                        "trust",
-                        if p.origin == "runtime" {
-                            "untrusted"
-                        } else {
-                            "trusted"
-                        },
-                    )
-                    .with("fetched_from", &p.fetched_from)
-                    .with_opt("owner_id", p.owner_id),
-            );
-        }
+        self.emit(events::artifact_pulled(
+            &self.session_event,
+            &events::ArtifactPulled {
+                name: &p.name,
+                version: &p.version,
+                runtime: &p.runtime,
+                origin: &p.origin,
+                session_id: &self.spec.session_id,
+                fetched_from: &p.fetched_from,
+                owner_id: p.owner_id,
+            },
+        ));
     }
 
     /// Rebuild the held tool array if the agent changed it; writes `tools_refreshed` when the
@@ -294,15 +269,12 @@ impl SessionState {
         let added: Vec<&str> = after.difference(&before).copied().collect();
         let removed: Vec<&str> = before.difference(&after).copied().collect();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        self.emit(
-            TraceEvent::new("tools_refreshed", Some(&self.task_event))
-                .with("turn", self.totals.turns)
-                .with("task_id", &self.task_id)
-                .with("trigger", "agent")
-                .with("added", &added)
-                .with("removed", &removed)
-                .with("tools", &names),
-        );
+        self.emit(events::tools_refreshed(
+            self.on_task(self.totals.turns),
+            &added,
+            &removed,
+            &names,
+        ));
         let json = serde_json::to_vec(&tools).unwrap_or_default();
         self.payload_bytes =
             self.payload_bytes + json.len() - self.tools_bytes.min(self.payload_bytes);
@@ -346,23 +318,17 @@ impl SessionState {
     pub(super) fn on_tool_done(&mut self, myself: &ActorRef<SessionMsg>, mut d: Dispatched) {
         if let Some(Effect::CallDenied(denied)) = &d.effect {
             // Nothing ran: no tool_call or shell line, only the refusal.
-            self.emit(
-                TraceEvent::new("call_denied", Some(&self.turn_event))
-                    .with("turn", d.request.turn)
-                    .with("task_id", &self.task_id)
-                    .with("event", &denied.event)
-                    .with("hook_name", &denied.hook)
-                    .with("target", &denied.target)
-                    .with("reason", truncate(&denied.reason, 2000))
-                    .with_opt(
-                        "tool_call_id",
-                        (self.spec.capture == Capture::Content).then_some(&d.request.id),
-                    )
-                    .with_opt(
-                        "output",
-                        (self.spec.capture == Capture::Content).then(|| d.text()),
-                    ),
-            );
+            let content = self.spec.capture == Capture::Content;
+            self.emit(events::call_denied(
+                self.on_turn(d.request.turn),
+                &events::CallDenied {
+                    event: &denied.event,
+                    hook: &denied.hook,
+                    target: &denied.target,
+                    reason: &denied.reason,
+                    content: content.then(|| (d.request.id.as_str(), d.text())),
+                },
+            ));
             let text = d.text().to_string();
             self.push_message(Message::Tool {
                 tool_call_id: d.request.id,
@@ -394,35 +360,41 @@ impl SessionState {
             CallResult::Refused { text } => ("error", 0, Some(truncate(text, 2000)), None),
         };
         let content = self.spec.capture == Capture::Content;
-        let ev = if d.kind == CallKind::Skill {
-            TraceEvent::new("skill_call", Some(&self.turn_event))
-                .with("turn", d.request.turn)
-                .with("task_id", &self.task_id)
-                .with("skill_name", &d.request.name)
-                .with_opt("tool_call_id", content.then_some(&d.request.id))
-                .with_opt("output", content.then(|| d.text()))
-                .with("output_bytes", output_bytes)
-                .with("duration_ms", d.duration_ms)
-                .with("status", status)
-                .with_opt("error", error)
+        let output = if d.kind == CallKind::Skill {
+            content.then(|| Cow::Borrowed(d.text()))
         } else {
-            self.totals.tool_calls += 1;
-            TraceEvent::new("tool_call", Some(&self.turn_event))
-                .with("turn", d.request.turn)
-                .with("task_id", &self.task_id)
-                .with("tool_name", &d.request.name)
-                .with("tool_call_id", &d.request.id)
-                .with("input", crate::provided::redact_handles(&d.request.input))
-                .with("input_bytes", input_bytes)
-                .with_opt(
-                    "output",
-                    content.then(|| crate::provided::redact_handles_text(d.text())),
-                )
-                .with("output_bytes", output_bytes)
-                .with("duration_ms", d.duration_ms)
-                .with("status", status)
-                .with_opt("error", error)
+            content.then(|| Cow::Owned(crate::provided::redact_handles_text(d.text())))
         };
+        let end = events::CallEnd {
+            output: output.as_deref(),
+            output_bytes,
+            duration_ms: d.duration_ms,
+            status,
+            error: error.as_deref(),
+        };
+        let at = self.on_turn(d.request.turn);
+        let ev = if d.kind == CallKind::Skill {
+            events::skill_call(
+                at,
+                &d.request.name,
+                content.then_some(d.request.id.as_str()),
+                &end,
+            )
+        } else {
+            events::tool_call(
+                at,
+                events::ToolCall {
+                    name: &d.request.name,
+                    id: &d.request.id,
+                    input: crate::provided::redact_handles(&d.request.input),
+                    input_bytes,
+                },
+                &end,
+            )
+        };
+        if d.kind != CallKind::Skill {
+            self.totals.tool_calls += 1;
+        }
         // A pull's `artifact_pulled` line comes before its `tool_call` line, as upstream
         // writes them.
         match d.effect.take() {
@@ -432,17 +404,12 @@ impl SessionState {
         self.emit(ev);
         if let Some(sh) = shell {
             self.totals.shell_calls += 1;
-            self.emit(
-                TraceEvent::new("shell", Some(&self.turn_event))
-                    .with("turn", d.request.turn)
-                    .with("task_id", &self.task_id)
-                    .with("binary", &sh.binary)
-                    .with("command", crate::provided::redact_handles_text(&sh.command))
-                    .with("exit_code", sh.exit_code)
-                    .with("stdout_bytes", sh.stdout_bytes)
-                    .with("stderr_bytes", sh.stderr_bytes)
-                    .with("duration_ms", d.duration_ms),
-            );
+            self.emit(events::shell(
+                self.on_turn(d.request.turn),
+                &sh,
+                &crate::provided::redact_handles_text(&sh.command),
+                d.duration_ms,
+            ));
         }
         let is_error = d.is_error();
         let Dispatched {
@@ -507,12 +474,12 @@ impl SessionState {
             // A resumed session delegated again what was still running: the model holds the
             // old delegation's result already; it hears of the new one as a note.
             let new = new_delegation;
-            self.emit(
-                TraceEvent::new("delegation_restarted", Some(&self.session_event))
-                    .with("previous_delegation_id", &old)
-                    .with("delegation_id", &new)
-                    .with("resumed_from", &self.spec.continuation.resumed_from),
-            );
+            self.emit(events::delegation_restarted(
+                &self.session_event,
+                &old,
+                new.as_deref(),
+                self.spec.continuation.resumed_from.as_deref(),
+            ));
             let note = format!("[resume] delegation {old} was still running when the session stopped; it was delegated again: {text}");
             self.push_user(note, &[]);
             self.dispatch_next(myself);
@@ -537,12 +504,12 @@ impl SessionState {
             .is_some_and(|s| !self.bodies.contains(s))
         {
             let sha = self.system_sha.clone().unwrap_or_default();
-            self.emit(
-                TraceEvent::new("body", Some(&self.session_event))
-                    .with("kind", "system")
-                    .with("sha256", &sha)
-                    .with("body", &*self.system),
-            );
+            self.emit(events::body(
+                &self.session_event,
+                "system",
+                &sha,
+                &self.system,
+            ));
             self.bodies.push(sha);
         }
         if self
@@ -552,12 +519,12 @@ impl SessionState {
         {
             let sha = self.tools_sha.clone().unwrap_or_default();
             let json = serde_json::to_vec(&*self.offered).unwrap_or_default();
-            self.emit(
-                TraceEvent::new("body", Some(&self.session_event))
-                    .with("kind", "tools")
-                    .with("sha256", &sha)
-                    .with("body", String::from_utf8_lossy(&json)),
-            );
+            self.emit(events::body(
+                &self.session_event,
+                "tools",
+                &sha,
+                &String::from_utf8_lossy(&json),
+            ));
             self.bodies.push(sha);
         }
     }
@@ -566,13 +533,11 @@ impl SessionState {
     /// content` it is recorded as a `user_message` line, so a resume can rebuild it.
     pub(super) fn push_user(&mut self, text: String, delegations: &[&str]) {
         if self.spec.capture == Capture::Content {
-            self.emit(
-                TraceEvent::new("user_message", Some(&self.task_event))
-                    .with("turn", self.totals.turns)
-                    .with("task_id", &self.task_id)
-                    .with("delegations", delegations)
-                    .with("text", &text),
-            );
+            self.emit(events::user_message(
+                self.on_task(self.totals.turns),
+                delegations,
+                &text,
+            ));
         }
         self.push_message(Message::user_text(text));
     }

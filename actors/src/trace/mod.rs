@@ -23,11 +23,13 @@ use crate::ids;
 
 pub mod events;
 
+pub use events::EventType;
+
 /// One trace line before it is written: the envelope plus the event's own fields, in order.
 #[derive(Clone, Debug)]
 pub struct TraceEvent {
     /// `session_start`, `inference`, `tool_call`, …
-    pub event_type: &'static str,
+    pub event_type: EventType,
     /// `evt_…`, minted when the event is built.
     pub event_id: String,
     /// The event this one hangs off; `None` only for `session_start`.
@@ -45,7 +47,7 @@ pub struct TraceEvent {
 
 impl TraceEvent {
     /// A new event of `event_type` under `parent`.
-    pub fn new(event_type: &'static str, parent: Option<&str>) -> Self {
+    pub fn new(event_type: EventType, parent: Option<&str>) -> Self {
         TraceEvent {
             event_type,
             event_id: ids::mint("evt_"),
@@ -124,7 +126,7 @@ impl TraceEvent {
     pub fn write_line(&self, session_id: &str, out: &mut Vec<u8>) {
         out.reserve(160 + self.members.len());
         out.extend_from_slice(b"{\"event_type\":");
-        push_json(out, self.event_type);
+        push_json(out, self.event_type.as_str());
         out.extend_from_slice(b",\"event_id\":");
         push_json(out, &self.event_id);
         out.extend_from_slice(b",\"parent_id\":");
@@ -156,7 +158,7 @@ mod tests {
 
     #[test]
     fn envelope_keys_come_first_in_order() {
-        let ev = TraceEvent::new("tool_call", Some("evt_parent"))
+        let ev = TraceEvent::new(EventType::ToolCall, Some("evt_parent"))
             .with("turn", 0)
             .with("tool_name", "bash");
         let line = ev.to_line("ses_x");
@@ -171,7 +173,7 @@ mod tests {
 
     #[test]
     fn a_repeated_key_keeps_its_place_and_takes_the_last_value() {
-        let ev = TraceEvent::new("tool_call", None)
+        let ev = TraceEvent::new(EventType::ToolCall, None)
             .with("turn", 0)
             .with("status", "ok")
             .with("tool_name", "bash")
@@ -186,7 +188,7 @@ mod tests {
         // A value that cannot be serialized is null, and the line stays whole JSON.
         let mut bad = std::collections::HashMap::new();
         bad.insert(vec![1u8], 2);
-        let line = TraceEvent::new("x", None)
+        let line = TraceEvent::new(EventType::Body, None)
             .with("bad", bad)
             .with("after", 1)
             .to_line("s");

@@ -473,6 +473,7 @@ pub fn written_all_blocking() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::EventType;
     use serde_json::Value;
 
     #[tokio::test]
@@ -482,12 +483,12 @@ mod tests {
         let w = TraceLog::new(path.clone(), "ses_1".into());
         // The first lines arrive before the file exists; they are written first, in order.
         for i in 0..3 {
-            w.append(TraceEvent::new("inference", None).with("turn", i));
+            w.append(TraceEvent::new(EventType::Inference, None).with("turn", i));
         }
         let other = w.clone();
-        other.append(TraceEvent::new("inference", None).with("turn", 3));
+        other.append(TraceEvent::new(EventType::Inference, None).with("turn", 3));
         assert_eq!(w.sync(Durability::File).await, Ok(()));
-        w.append(TraceEvent::new("inference", None).with("turn", 4));
+        w.append(TraceEvent::new(EventType::Inference, None).with("turn", 4));
         assert_eq!(w.sync(Durability::Written).await, Ok(()));
         assert_eq!(turns_in(&path), vec![0, 1, 2, 3, 4]);
     }
@@ -498,7 +499,7 @@ mod tests {
         std::fs::write(dir.path().join("blocker"), "a file, not a folder").unwrap();
         let path = dir.path().join("blocker/trace.jsonl");
         let w = TraceLog::new(path.clone(), "ses_1".into());
-        w.append(TraceEvent::new("session_start", None));
+        w.append(TraceEvent::new(EventType::SessionStart, None));
         let err = w.create().unwrap_err();
         assert!(
             matches!(&err, RecordError::TraceWrite { path: p, .. } if p == &path),
@@ -549,7 +550,7 @@ mod tests {
         }
         for round in 0..3 {
             for w in &writers {
-                w.append(TraceEvent::new("inference", None).with("turn", round));
+                w.append(TraceEvent::new(EventType::Inference, None).with("turn", round));
             }
         }
         written_all().await;
