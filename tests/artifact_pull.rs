@@ -10,6 +10,7 @@ use fake_github::*;
 use mur::artifact::config::{SourcesConfig, MURMUR_SCOPE_REPO};
 use mur::artifact::{unpack, PullService, Store};
 use mur::manifest::{ArtifactName, ArtifactRuntime};
+use mur_actors::artifact_error::ArtifactErrorKind;
 use mur_actors::registry::{ArtifactRequest, ArtifactSource, PullOutcome};
 use mur_actors::tool::{ToolKind, ToolOrigin, RUNTIME_ORIGIN_MARKER};
 use serde_json::{json, Value};
@@ -96,9 +97,16 @@ fn sha(bytes: &[u8]) -> String {
     mur::artifact::store::sha256_hex(bytes)
 }
 
+/// The text of a refused pull; a refusal of an upstream class leads with its kind's code.
 async fn refused(svc: &PullService, r: ArtifactRequest) -> String {
     match svc.pull(r).await {
-        Err(s) => s,
+        Err(e) => {
+            let text = e.to_string();
+            if e.kind.is_prefixed() {
+                assert!(text.starts_with(&format!("{}: ", e.kind.code())), "{text}");
+            }
+            text
+        }
         Ok(o) => panic!("expected a refusal, got {o:?}"),
     }
 }
@@ -496,7 +504,10 @@ async fn removal_refusals_and_unknown_names() {
     ];
     for (input, want) in cases {
         match svc.remove(req(&e, input)).await {
-            Err(s) => assert_eq!(s, want),
+            Err(e) => {
+                assert_eq!(e.kind, ArtifactErrorKind::NotRemovable);
+                assert_eq!(e.to_string(), want);
+            }
             Ok(r) => panic!("{input}: expected refusal, got {:?}", r.result),
         }
         assert_eq!(lock_text(&e), before);

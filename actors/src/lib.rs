@@ -9,6 +9,7 @@
 //! Lines themselves go through [`trace::TraceLog`], a handle shared by everything that writes a
 //! session's trace. Start reading at [`session`] (its `Life` enum is a session's state machine).
 
+pub mod artifact_error;
 pub mod continuation;
 pub mod delegation;
 pub mod dispatcher;

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde_json::Value;
 
+use crate::artifact_error::ArtifactError;
 use crate::tool::ToolDecl;
 
 /// A pull, removal or listing a session asks for, in the tool's own input shape.
@@ -67,12 +68,12 @@ pub struct Removed {
 #[async_trait]
 pub trait ArtifactSource: Send + Sync {
     /// `pull-artifact`: list a pattern or pull one artifact and pin it. `Err` is the refusal
-    /// text (`not-granted: …`, `not-found: …`, `does-not-fit: …`, `not-fetched: …`), and means
-    /// nothing was written.
-    async fn pull(&self, request: ArtifactRequest) -> Result<PullOutcome, String>;
-    /// `remove-artifact`: drop a pulled artifact and its pin. `Err` is the refusal text
-    /// (`not-removable: …`).
-    async fn remove(&self, request: ArtifactRequest) -> Result<Removed, String>;
+    /// (`not-granted`, `not-found`, `does-not-fit`, `not-fetched`, …), and means nothing was
+    /// written.
+    async fn pull(&self, request: ArtifactRequest) -> Result<PullOutcome, ArtifactError>;
+    /// `remove-artifact`: drop a pulled artifact and its pin. `Err` is the refusal
+    /// (`not-removable`, …).
+    async fn remove(&self, request: ArtifactRequest) -> Result<Removed, ArtifactError>;
 }
 
 /// Messages the [`Registry`] takes. Each carries the asking capsule's own service (its install
@@ -85,7 +86,7 @@ pub enum RegistryMsg {
         /// What the session asked.
         request: ArtifactRequest,
         /// The answer.
-        reply: RpcReplyPort<Result<PullOutcome, String>>,
+        reply: RpcReplyPort<Result<PullOutcome, ArtifactError>>,
     },
     /// Remove for a session.
     Remove {
@@ -94,7 +95,7 @@ pub enum RegistryMsg {
         /// What the session asked.
         request: ArtifactRequest,
         /// The answer.
-        reply: RpcReplyPort<Result<Removed, String>>,
+        reply: RpcReplyPort<Result<Removed, ArtifactError>>,
     },
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::artifact_error::{ArtifactError, ArtifactErrorKind};
 use crate::grants::Grants;
 use crate::model::ToolSpec;
 
@@ -74,7 +75,6 @@ impl RuntimeTool {
     /// The refusal of a call without the grant: it names the declaration that is missing.
     /// `input` gives the artifact a pull or removal asked for.
     pub fn refusal(self, input: &Value) -> String {
-        let artifact = input.get("artifact").and_then(Value::as_str).unwrap_or("");
         let needs = |declaration: &str| {
             format!(
                 "'{}' needs {declaration} in murmur.yaml; this capsule declares none",
@@ -86,21 +86,31 @@ impl RuntimeTool {
             RuntimeTool::FetchPeerFile => needs("a capabilities.peer_fetch.allow list"),
             RuntimeTool::DelegateTask => needs("a capabilities.spawn.allow list"),
             RuntimeTool::SubmitPlan => needs("a capabilities.plan.submit: true declaration"),
-            RuntimeTool::PullArtifact => {
-                // A pattern lists what may be pulled; it pulls nothing.
-                let verb = if artifact.ends_with('*') {
-                    "listing"
-                } else {
-                    "pulling"
-                };
-                format!(
-                    "not-granted: this capsule declares no capabilities.install, so {verb} '{artifact}' is refused"
-                )
+            RuntimeTool::PullArtifact | RuntimeTool::RemoveArtifact => {
+                self.install_refusal(input).to_string()
             }
-            RuntimeTool::RemoveArtifact => format!(
-                "not-granted: this capsule declares no capabilities.install, so removing '{artifact}' is refused"
-            ),
         }
+    }
+
+    /// The refusal of `pull-artifact` or `remove-artifact` when the capsule declares no
+    /// `capabilities.install` (`not-granted`), shared by the kernel and the pull service.
+    pub fn install_refusal(self, input: &Value) -> ArtifactError {
+        let artifact = input
+            .get("artifact")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // A pattern lists what may be pulled; it pulls nothing.
+        let verb = match self {
+            RuntimeTool::RemoveArtifact => "removing",
+            _ if artifact.ends_with('*') => "listing",
+            _ => "pulling",
+        };
+        ArtifactError::new(
+            ArtifactErrorKind::NotGranted,
+            format!(
+                "this capsule declares no capabilities.install, so {verb} '{artifact}' is refused"
+            ),
+        )
     }
 
     /// False for the tools that change the session's inventory: they run only as a direct

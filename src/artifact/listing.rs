@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use mur_actors::artifact_error::{ArtifactError, ArtifactErrorKind};
 use serde_json::{json, Map, Value};
 
 use super::config::Source;
@@ -56,7 +57,11 @@ fn pattern_scope(p: &InstallPattern) -> Option<&str> {
 }
 
 impl PullService {
-    pub(super) async fn list(&self, install: &InstallCap, text: &str) -> Result<Value, String> {
+    pub(super) async fn list(
+        &self,
+        install: &InstallCap,
+        text: &str,
+    ) -> Result<Value, ArtifactError> {
         let pattern = InstallPattern::parse(text).map_err(|e| {
             let why = e
                 .message
@@ -64,9 +69,9 @@ impl PullService {
                 .and_then(|(_, rest)| rest.split_once("); expected"))
                 .map(|(why, _)| why.to_string())
                 .unwrap_or(e.message.clone());
-            format!(
-                "not-granted: '{text}' is neither an artifact name nor a pattern ({why}); expected a full artifact name '<scope>/<name>', '<scope>/<name>@<version>', or a pattern ending in a single trailing '*' (e.g. 'murmur/tool-*' or 'murmur/*')"
-            )
+            ArtifactError::new(ArtifactErrorKind::NotGranted, format!(
+                "'{text}' is neither an artifact name nor a pattern ({why}); expected a full artifact name '<scope>/<name>', '<scope>/<name>@<version>', or a pattern ending in a single trailing '*' (e.g. 'murmur/tool-*' or 'murmur/*')"
+            ))
         })?;
         let reaches = install
             .tool
@@ -74,10 +79,13 @@ impl PullService {
             .chain(&install.skill)
             .any(|g| overlaps(g, &pattern));
         if !reaches {
-            return Err(format!(
-                "not-granted: '{text}' reaches no name capabilities.install grants (skill: {}; tool: {})",
-                pattern_list(&install.skill),
-                pattern_list(&install.tool)
+            return Err(ArtifactError::new(
+                ArtifactErrorKind::NotGranted,
+                format!(
+                    "'{text}' reaches no name capabilities.install grants (skill: {}; tool: {})",
+                    pattern_list(&install.skill),
+                    pattern_list(&install.tool)
+                ),
             ));
         }
         let admitted = |name: &ArtifactName, role: &str| -> bool {

@@ -479,20 +479,20 @@ impl DirLock {
 
 /// Why [`update_lock`] did not write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockUpdateError {
+pub enum LockUpdateError<E = String> {
     /// The lock on disk is unreadable or invalid; it was left as it was.
     Invalid(Diagnostic),
     /// The change itself was refused (the closure's reason); nothing was written.
-    Refused(String),
+    Refused(E),
     /// Writing failed; the old lock is still in place.
     Write(String),
 }
 
-impl std::fmt::Display for LockUpdateError {
+impl<E: std::fmt::Display> std::fmt::Display for LockUpdateError<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LockUpdateError::Invalid(d) => write!(f, "{}", d.message),
-            LockUpdateError::Refused(s) => f.write_str(s),
+            LockUpdateError::Refused(s) => write!(f, "{s}"),
             LockUpdateError::Write(s) => write!(f, "failed to write murmur.lock: {s}"),
         }
     }
@@ -501,10 +501,10 @@ impl std::fmt::Display for LockUpdateError {
 /// Reads the lock under an exclusive `flock` on the project folder, applies `change`, and
 /// writes the result atomically (temp + fsync + rename). `change` returning `Err` writes
 /// nothing. A change that leaves the lock as it was writes nothing either.
-pub fn update_lock<T>(
+pub fn update_lock<T, E>(
     project_dir: &Path,
-    change: impl FnOnce(&mut Lock) -> Result<T, String>,
-) -> Result<T, LockUpdateError> {
+    change: impl FnOnce(&mut Lock) -> Result<T, E>,
+) -> Result<T, LockUpdateError<E>> {
     let path = lock_path(project_dir);
     let _guard = DirLock::acquire(project_dir).map_err(|e| {
         LockUpdateError::Write(format!("cannot lock {}: {e}", project_dir.display()))
@@ -806,7 +806,7 @@ mod tests {
             "{}",
             err.message
         );
-        let update = update_lock(dir.path(), |lock| {
+        let update = update_lock::<_, String>(dir.path(), |lock| {
             lock.upsert(entry("murmur/tool-edit", Origin::Operator));
             Ok(())
         });
@@ -831,19 +831,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE);
         // No lock yet: even a change that changes nothing leaves one behind.
-        update_lock(dir.path(), |_| Ok(())).unwrap();
+        update_lock::<_, String>(dir.path(), |_| Ok(())).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "lock_version: 3\nartifacts: []\n"
         );
         // An unchanged lock is not written again (a write renames a new file into place).
         let inode = std::fs::metadata(&path).unwrap().ino();
-        update_lock(dir.path(), |_| Ok(())).unwrap();
+        update_lock::<_, String>(dir.path(), |_| Ok(())).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
         // A change is written.
         update_lock(dir.path(), |lock| {
             lock.upsert(entry("murmur/tool-edit", Origin::Operator));
-            Ok(())
+            Ok::<(), String>(())
         })
         .unwrap();
         assert_ne!(std::fs::metadata(&path).unwrap().ino(), inode);
@@ -854,14 +854,15 @@ mod tests {
 
     #[test]
     fn lock_update_errors_display_their_reason() {
-        let invalid = LockUpdateError::Invalid(invalid_lock(Path::new("/p/murmur.lock"), "bad"));
+        let invalid =
+            LockUpdateError::<String>::Invalid(invalid_lock(Path::new("/p/murmur.lock"), "bad"));
         assert_eq!(
             invalid.to_string(),
             "invalid murmur.lock at /p/murmur.lock: bad"
         );
-        assert_eq!(LockUpdateError::Refused("no".into()).to_string(), "no");
+        assert_eq!(LockUpdateError::Refused("no").to_string(), "no");
         assert_eq!(
-            LockUpdateError::Write("disk full".into()).to_string(),
+            LockUpdateError::<String>::Write("disk full".into()).to_string(),
             "failed to write murmur.lock: disk full"
         );
     }

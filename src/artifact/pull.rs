@@ -6,6 +6,7 @@
 //! the last write, made under the cross-process lock, and a failure there removes the staged
 //! folder again.
 
+use mur_actors::artifact_error::{ArtifactError, ArtifactErrorKind};
 use mur_actors::registry::{ArtifactRequest, Pulled};
 use mur_actors::tool::ToolOrigin;
 use serde_json::json;
@@ -130,22 +131,25 @@ pub(super) fn check_tier(
     name: &ArtifactName,
     role: &str,
     from: &str,
-) -> Result<(), String> {
+) -> Result<(), ArtifactError> {
     let (list, key) = match role {
         "tool" => (&install.tool, "tool"),
         "skill" => (&install.skill, "skill"),
         other => {
-            return Err(format!(
-                "not-granted: '{name}' is a '{other}' artifact ({from}); capabilities.install grants only skills and tools"
-            ))
+            return Err(ArtifactError::new(ArtifactErrorKind::NotGranted, format!(
+                "'{name}' is a '{other}' artifact ({from}); capabilities.install grants only skills and tools"
+            )))
         }
     };
     if list.iter().any(|p| p.matches(name)) {
         Ok(())
     } else {
-        Err(format!(
-            "not-granted: '{name}' is a {key}, and capabilities.install.{key} does not name it ({key}: {})",
-            pattern_list(list)
+        Err(ArtifactError::new(
+            ArtifactErrorKind::NotGranted,
+            format!(
+                "'{name}' is a {key}, and capabilities.install.{key} does not name it ({key}: {})",
+                pattern_list(list)
+            ),
         ))
     }
 }
@@ -158,20 +162,20 @@ pub(super) fn owner_refusal(
     version: &str,
     from: &str,
     owner: u64,
-) -> Result<(), String> {
+) -> Result<(), ArtifactError> {
     if let Some(expected) = src.and_then(Source::expected_owner) {
         if expected != owner {
-            return Err(format!(
-                "not-fetched: [E-REG-010] {name}@{version} ({from}) records GitHub account id {owner} as the owner of scope '{}', but the murmur scope belongs to account id {expected}; hint: check MUR_GITHUB_API_BASE / MUR_GITHUB_API and registry.api_base, which point mur at this server",
+            return Err(ArtifactError::new(ArtifactErrorKind::NotFetched, format!(
+                "[E-REG-010] {name}@{version} ({from}) records GitHub account id {owner} as the owner of scope '{}', but the murmur scope belongs to account id {expected}; hint: check MUR_GITHUB_API_BASE / MUR_GITHUB_API and registry.api_base, which point mur at this server",
                 name.scope()
-            ));
+            )));
         }
     }
     if let Some((recorded, entry)) = lock.owner_conflict(name.scope(), owner) {
-        return Err(format!(
-            "not-fetched: [E-REG-010] {name}@{version} ({from}) records GitHub account id {owner} as the owner of scope '{}', and murmur.lock records owner id {recorded} for it (entry {entry}); hint: the account was renamed or re-registered, or the repository changed hands; if you trust the new owner, delete the scope's entries from murmur.lock and pull again",
+        return Err(ArtifactError::new(ArtifactErrorKind::NotFetched, format!(
+            "[E-REG-010] {name}@{version} ({from}) records GitHub account id {owner} as the owner of scope '{}', and murmur.lock records owner id {recorded} for it (entry {entry}); hint: the account was renamed or re-registered, or the repository changed hands; if you trust the new owner, delete the scope's entries from murmur.lock and pull again",
             name.scope()
-        ));
+        )));
     }
     Ok(())
 }
@@ -214,26 +218,28 @@ impl PullService {
         install: &InstallCap,
         request: &ArtifactRequest,
         text: &str,
-    ) -> Result<Pulled, String> {
+    ) -> Result<Pulled, ArtifactError> {
         let (name_text, version) = match text.split_once('@') {
             Some((n, v)) => (n, Some(v)),
             None => (text, None),
         };
         let name = ArtifactName::parse(name_text).map_err(|e| match e.hint {
-            Some(h) => format!("not-granted: {}; {h}", e.message),
-            None => format!("not-granted: {}", e.message),
+            Some(h) => {
+                ArtifactError::new(ArtifactErrorKind::NotGranted, format!("{}; {h}", e.message))
+            }
+            None => ArtifactError::new(ArtifactErrorKind::NotGranted, e.message.to_string()),
         })?;
         if let Some(v) = version {
             if check_version(v).is_err() {
-                return Err(format!(
-                    "not-granted: '{v}' is not an artifact version (it must be one path segment); capabilities.install reaches only what the session's registry holds under '{name}'"
-                ));
+                return Err(ArtifactError::new(ArtifactErrorKind::NotGranted, format!(
+                    "'{v}' is not an artifact version (it must be one path segment); capabilities.install reaches only what the session's registry holds under '{name}'"
+                )));
             }
         }
         if is_reserved_tool_name(name.tool_name()) {
-            return Err(format!(
-                "not-granted: [E-CAP-013] {}",
-                reserved_sentence(&name)
+            return Err(ArtifactError::new(
+                ArtifactErrorKind::NotGranted,
+                format!("[E-CAP-013] {}", reserved_sentence(&name)),
             ));
         }
         let admitted = install
@@ -242,25 +248,27 @@ impl PullService {
             .chain(&install.skill)
             .any(|p| p.matches(&name));
         if !admitted {
-            return Err(format!(
-                "not-granted: '{name}' matches no capabilities.install entry (skill: {}; tool: {})",
-                pattern_list(&install.skill),
-                pattern_list(&install.tool)
+            return Err(ArtifactError::new(
+                ArtifactErrorKind::NotGranted,
+                format!(
+                    "'{name}' matches no capabilities.install entry (skill: {}; tool: {})",
+                    pattern_list(&install.skill),
+                    pattern_list(&install.tool)
+                ),
             ));
         }
         if let Some(role) = self.declared_role(&name).filter(|r| !r.is_model_visible()) {
-            return Err(format!(
-                "not-granted: '{name}' is a '{role}' artifact (murmur.yaml); capabilities.install grants only skills and tools"
-            ));
+            return Err(ArtifactError::new(ArtifactErrorKind::NotGranted, format!(
+                "'{name}' is a '{role}' artifact (murmur.yaml); capabilities.install grants only skills and tools"
+            )));
         }
         if let Some(other) = self.holder(&request.session_id, &name) {
-            return Err(format!(
-                "not-granted: '{name}' has the tool name '{}', which '{other}' already holds in this session; remove that one first or pull another artifact",
+            return Err(ArtifactError::new(ArtifactErrorKind::NotGranted, format!(
+                "'{name}' has the tool name '{}', which '{other}' already holds in this session; remove that one first or pull another artifact",
                 name.tool_name()
-            ));
+            )));
         }
-        let lock = read_lock(&self.project_dir)
-            .map_err(|d| format!("failed to read murmur.lock: {}", d.message))?;
+        let lock = read_lock(&self.project_dir).map_err(|d| lock_unreadable(&d))?;
 
         let (chosen, src, index_art, client) = self.choose(install, &name, version).await?;
         let fetched = self
@@ -312,21 +320,19 @@ impl PullService {
         name: &ArtifactName,
         version: &str,
         fetched: Fetched,
-        pin: impl FnOnce(&mut Lock) -> Result<Origin, String>,
-    ) -> Result<Pulled, String> {
-        let dir = stage_payload(&request.records_dir, name, &fetched.payload)
-            .map_err(|e| format!("not-fetched: cannot stage {name}@{version}: {e}"))?;
+        pin: impl FnOnce(&mut Lock) -> Result<Origin, ArtifactError>,
+    ) -> Result<Pulled, ArtifactError> {
+        let dir = stage_payload(&request.records_dir, name, &fetched.payload).map_err(|e| {
+            ArtifactError::new(
+                ArtifactErrorKind::NotFetched,
+                format!("cannot stage {name}@{version}: {e}"),
+            )
+        })?;
         let origin = match update_lock(&self.project_dir, pin) {
             Ok(o) => o,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(match e {
-                    LockUpdateError::Refused(s) => s,
-                    LockUpdateError::Invalid(d) => {
-                        format!("failed to read murmur.lock: {}", d.message)
-                    }
-                    LockUpdateError::Write(s) => format!("failed to write murmur.lock: {s}"),
-                });
+                return Err(lock_refusal(e));
             }
         };
         let tool_origin = match origin {
@@ -335,7 +341,10 @@ impl PullService {
         };
         let Some(tool) = tool_decl_for(name, &fetched.payload, &dir, tool_origin, self.deadline)
         else {
-            return Err(format!("not-granted: '{name}' is not a skill or tool"));
+            return Err(ArtifactError::new(
+                ArtifactErrorKind::NotGranted,
+                format!("'{name}' is not a skill or tool"),
+            ));
         };
         self.remember(&request.session_id, name);
         let runtime = fetched.payload.manifest.role().to_string();
@@ -371,7 +380,7 @@ impl PullService {
             Option<IndexArtifact>,
             Option<GithubClient>,
         ),
-        String,
+        ArtifactError,
     > {
         let stored = self.store_candidates(name, version);
         let from_sources = install.from_sources();
@@ -395,29 +404,35 @@ impl PullService {
                 return Ok((c, None, None, None));
             }
             let Some(src) = src else {
-                return Err(format!(
-                    "not-found: {}",
+                return Err(ArtifactError::new(
+                    ArtifactErrorKind::NotFound,
                     no_source_tail(&format!(
                         "'{name}@{v}' is in neither the project store nor the global store"
                     ))
+                    .to_string(),
                 ));
             };
-            let client = self.client().map_err(|e| format!("not-fetched: {e}"))?;
+            let client = self
+                .client()
+                .map_err(|e| ArtifactError::new(ArtifactErrorKind::NotFetched, e.to_string()))?;
             let index = client
                 .index(&src)
                 .await
-                .map_err(|e| format!("not-fetched: {e}"))?;
+                .map_err(|e| ArtifactError::new(ArtifactErrorKind::NotFetched, format!("{e}")))?;
             let label = src.label();
             let Some(art) = index.artifact(name.name()) else {
-                return Err(format!(
-                    "not-found: '{name}@{v}' is in neither store, and the index of {label} lists no artifact '{}'",
+                return Err(ArtifactError::new(ArtifactErrorKind::NotFound, format!(
+                    "'{name}@{v}' is in neither store, and the index of {label} lists no artifact '{}'",
                     name.name()
-                ));
+                )));
             };
             let Some(iv) = art.version(v) else {
-                return Err(format!(
-                    "not-found: '{name}@{v}' is in neither store, and the index of {label} lists {name} at {}",
+                return Err(ArtifactError::new(
+                    ArtifactErrorKind::NotFound,
+                    format!(
+                    "'{name}@{v}' is in neither store, and the index of {label} lists {name} at {}",
                     art.version_list().join(", ")
+                ),
                 ));
             };
             let cand = Candidate {
@@ -455,17 +470,26 @@ impl PullService {
         }
         if cands.is_empty() {
             if let Some(note) = source_note {
-                return Err(format!("not-fetched: {note}"));
+                return Err(ArtifactError::new(
+                    ArtifactErrorKind::NotFetched,
+                    note.to_string(),
+                ));
             }
             let subject =
                 format!("no version of '{name}' is in the project store or the global store");
             return Err(match &src {
-                Some(s) => format!(
-                    "not-found: {subject}, and the index of {} lists no artifact '{}'",
-                    s.label(),
-                    name.name()
+                Some(s) => ArtifactError::new(
+                    ArtifactErrorKind::NotFound,
+                    format!(
+                        "{subject}, and the index of {} lists no artifact '{}'",
+                        s.label(),
+                        name.name()
+                    ),
                 ),
-                None => format!("not-found: {}", no_source_tail(&subject)),
+                None => ArtifactError::new(
+                    ArtifactErrorKind::NotFound,
+                    no_source_tail(&subject).to_string(),
+                ),
             });
         }
         // Newest first; on equal versions a store (listed first) wins.
@@ -477,9 +501,12 @@ impl PullService {
                 places.push(l);
             }
             let why = cands[0].fit.clone().err().unwrap_or_default();
-            return Err(format!(
-                "does-not-fit: no version of '{name}' in {} fits this mur; the newest: {why}",
-                places.join(", ")
+            return Err(ArtifactError::new(
+                ArtifactErrorKind::DoesNotFit,
+                format!(
+                    "no version of '{name}' in {} fits this mur; the newest: {why}",
+                    places.join(", ")
+                ),
             ));
         };
         let (client, art) = match best.held {
@@ -500,7 +527,7 @@ impl PullService {
         src: Option<&Source>,
         art: Option<&IndexArtifact>,
         client: Option<&GithubClient>,
-    ) -> Result<Fetched, String> {
+    ) -> Result<Fetched, ArtifactError> {
         let v = &chosen.version;
         let (bytes, sha, platform, from, owner) = match chosen.held {
             Held::Store(i) => {
@@ -513,17 +540,19 @@ impl PullService {
                     ..
                 } = store
                     .get(name, v)
-                    .map_err(|e| format!("not-fetched: {e}"))?
+                    .map_err(|e| ArtifactError::new(ArtifactErrorKind::NotFetched, e.to_string()))?
                     .ok_or_else(|| {
                         chosen
                             .fit
                             .clone()
                             .err()
-                            .map(|w| format!("does-not-fit: {w}"))
+                            .map(|w| {
+                                ArtifactError::new(ArtifactErrorKind::DoesNotFit, w.to_string())
+                            })
                             .unwrap_or_else(|| {
-                                format!(
-                                    "not-found: '{name}@{v}' is no longer in the {}",
-                                    store.label()
+                                ArtifactError::new(
+                                    ArtifactErrorKind::NotFound,
+                                    format!("'{name}@{v}' is no longer in the {}", store.label()),
                                 )
                             })
                     })?;
@@ -532,47 +561,64 @@ impl PullService {
             }
             Held::Source => {
                 let (Some(src), Some(art), Some(client)) = (src, art, client) else {
-                    return Err(format!("not-fetched: no source answered for {name}@{v}"));
+                    return Err(ArtifactError::new(
+                        ArtifactErrorKind::NotFetched,
+                        format!("no source answered for {name}@{v}"),
+                    ));
                 };
                 let label = src.label();
                 check_tier(install, name, &art.runtime, &format!("{label}'s index"))?;
                 let iv = art.version(v).ok_or_else(|| {
-                    format!("not-found: the index of {label} does not list {name}@{v}")
+                    ArtifactError::new(
+                        ArtifactErrorKind::NotFound,
+                        format!("the index of {label} does not list {name}@{v}"),
+                    )
                 })?;
                 if let Err(why) = &chosen.fit {
-                    return Err(format!("does-not-fit: {why}"));
+                    return Err(ArtifactError::new(
+                        ArtifactErrorKind::DoesNotFit,
+                        why.to_string(),
+                    ));
                 }
-                let owner = client
-                    .owner_id(src)
-                    .await
-                    .map_err(|e| format!("not-fetched: {e}"))?;
+                let owner = client.owner_id(src).await.map_err(|e| {
+                    ArtifactError::new(ArtifactErrorKind::NotFetched, format!("{e}"))
+                })?;
                 owner_refusal(lock, Some(src), name, v, &label, owner)?;
-                let asset = iv
-                    .host_asset()
-                    .ok_or_else(|| format!("does-not-fit: {}", no_payload_reason(name, v)))?;
+                let asset = iv.host_asset().ok_or_else(|| {
+                    ArtifactError::new(
+                        ArtifactErrorKind::DoesNotFit,
+                        no_payload_reason(name, v).to_string(),
+                    )
+                })?;
                 let bytes = client
                     .fetch_file(src, &iv.release, &asset.file, &asset.sha256)
                     .await
                     .map_err(|e| match e {
-                        SourceError::Integrity(detail) => format!(
-                            "not-fetched: artifact integrity check failed for {name}@{v}: the reported hash does not match the bytes ({detail})"
-                        ),
-                        other => format!("not-fetched: {other}"),
+                        SourceError::Integrity(detail) => ArtifactError::new(ArtifactErrorKind::NotFetched, format!(
+                            "artifact integrity check failed for {name}@{v}: the reported hash does not match the bytes ({detail})"
+                        )),
+                        other => ArtifactError::new(ArtifactErrorKind::NotFetched, format!("{other}")),
                     })?;
                 let sha = super::store::sha256_hex(&bytes);
                 (bytes, sha, asset.platform.clone(), label, Some(owner))
             }
         };
         let payload = unpack(&bytes, &format!("{name}@{v} ({from})"))
-            .map_err(|e| format!("not-fetched: {e}"))?;
+            .map_err(|e| ArtifactError::new(ArtifactErrorKind::NotFetched, e.to_string()))?;
         if let Some(why) = packs_another(name, v, &from, &payload.manifest) {
-            return Err(format!("not-fetched: {why}"));
+            return Err(ArtifactError::new(
+                ArtifactErrorKind::NotFetched,
+                why.to_string(),
+            ));
         }
         let packaging = format!("{} payload", payload.manifest.kind());
         check_tier(install, name, payload.manifest.role(), &packaging)?;
         if let PackedManifest::Artifact(m) = &payload.manifest {
             if m.runtime == ArtifactRuntime::Tool && m.implementation == Implementation::Wasm {
-                return Err(format!("does-not-fit: {}", wasm_reason(name, v)));
+                return Err(ArtifactError::new(
+                    ArtifactErrorKind::DoesNotFit,
+                    wasm_reason(name, v).to_string(),
+                ));
             }
         }
         if matches!(chosen.held, Held::Store(_)) {
@@ -590,6 +636,29 @@ impl PullService {
     }
 }
 
-fn lock_conflict(name: &ArtifactName, conflict: &str) -> String {
-    format!("murmur.lock conflict for '{name}': {conflict} — refusing to override a pinned artifact at runtime")
+fn lock_conflict(name: &ArtifactName, conflict: &str) -> ArtifactError {
+    ArtifactError::new(
+        ArtifactErrorKind::Lock,
+        format!("murmur.lock conflict for '{name}': {conflict} — refusing to override a pinned artifact at runtime"),
+    )
+}
+
+/// A failed `murmur.lock` update as a refusal: the change's own refusal, or the lock's error.
+pub(super) fn lock_refusal(e: LockUpdateError<ArtifactError>) -> ArtifactError {
+    match e {
+        LockUpdateError::Refused(refusal) => refusal,
+        LockUpdateError::Invalid(d) => lock_unreadable(&d),
+        LockUpdateError::Write(s) => ArtifactError::new(
+            ArtifactErrorKind::Lock,
+            format!("failed to write murmur.lock: {s}"),
+        ),
+    }
+}
+
+/// `murmur.lock` could not be read.
+pub(super) fn lock_unreadable(d: &crate::diagnostic::Diagnostic) -> ArtifactError {
+    ArtifactError::new(
+        ArtifactErrorKind::Lock,
+        format!("failed to read murmur.lock: {}", d.message),
+    )
 }

@@ -5,25 +5,28 @@
 //! another session made is not this session's to remove: the answer is `"removed": false`. The pin
 //! is deleted first (a failure there changes nothing), then the staged `tools/<tool>/` folder.
 
+use mur_actors::artifact_error::{ArtifactError, ArtifactErrorKind};
 use mur_actors::registry::{ArtifactRequest, Removed};
 use mur_actors::tool::RuntimeTool;
 use serde_json::json;
 
-use super::lock::{read_lock, update_lock, LockUpdateError, Origin};
+use super::lock::{read_lock, update_lock, Origin};
+use super::pull::{lock_refusal, lock_unreadable};
 use super::service::{artifact_arg, PullService};
 use crate::manifest::{ArtifactName, ArtifactRuntime};
 
 impl PullService {
-    pub(super) fn remove_one(&self, request: &ArtifactRequest) -> Result<Removed, String> {
+    pub(super) fn remove_one(&self, request: &ArtifactRequest) -> Result<Removed, ArtifactError> {
         let text = artifact_arg(RuntimeTool::RemoveArtifact.name(), &request.input)?;
         if self.install.is_none() {
-            return Err(RuntimeTool::RemoveArtifact.refusal(&request.input));
+            return Err(RuntimeTool::RemoveArtifact.install_refusal(&request.input));
         }
         let session = &request.session_id;
-        let lock = read_lock(&self.project_dir)
-            .map_err(|d| format!("failed to read murmur.lock: {}", d.message))?;
+        let lock = read_lock(&self.project_dir).map_err(|d| lock_unreadable(&d))?;
         let name = if text.contains('/') {
-            ArtifactName::parse(&text).map_err(|e| format!("not-granted: {}", e.message))?
+            ArtifactName::parse(&text).map_err(|e| {
+                ArtifactError::new(ArtifactErrorKind::NotGranted, e.message.to_string())
+            })?
         } else {
             let found = self
                 .pulled_by(session, &text)
@@ -54,24 +57,24 @@ impl PullService {
         let tool = name.tool_name().to_string();
         if let Some(role) = self.declared_role(&name) {
             if matches!(role, ArtifactRuntime::Hook | ArtifactRuntime::Driver) {
-                return Err(format!(
-                    "not-removable: '{name}' is a {role}; hooks and drivers are fixed at launch and cannot be removed while the session runs"
-                ));
+                return Err(ArtifactError::new(ArtifactErrorKind::NotRemovable, format!(
+                    "'{name}' is a {role}; hooks and drivers are fixed at launch and cannot be removed while the session runs"
+                )));
             }
-            return Err(format!(
-                "not-removable: '{name}' is declared in murmur.yaml; an artifact the operator declared stays for the life of the session"
-            ));
+            return Err(ArtifactError::new(ArtifactErrorKind::NotRemovable, format!(
+                "'{name}' is declared in murmur.yaml; an artifact the operator declared stays for the life of the session"
+            )));
         }
         match lock.entry(&name) {
             None => {
-                return Err(format!(
-                    "not-removable: murmur.lock has no entry for '{name}', so nothing records that this capsule pulled it"
-                ))
+                return Err(ArtifactError::new(ArtifactErrorKind::NotRemovable, format!(
+                    "murmur.lock has no entry for '{name}', so nothing records that this capsule pulled it"
+                )))
             }
             Some(e) if e.origin == Origin::Operator => {
-                return Err(format!(
-                    "not-removable: murmur.lock pins '{name}' with origin: operator; only an artifact this capsule pulled (origin: runtime) can be removed"
-                ))
+                return Err(ArtifactError::new(ArtifactErrorKind::NotRemovable, format!(
+                    "murmur.lock pins '{name}' with origin: operator; only an artifact this capsule pulled (origin: runtime) can be removed"
+                )))
             }
             Some(_) => {}
         }
@@ -90,25 +93,24 @@ impl PullService {
                 lock.remove(&name);
                 Ok(())
             }
-            Some(Origin::Operator) => Err(format!(
-                "not-removable: murmur.lock pins '{name}' with origin: operator; only an artifact this capsule pulled (origin: runtime) can be removed"
-            )),
-            None => Err(format!(
-                "not-removable: murmur.lock has no entry for '{name}', so nothing records that this capsule pulled it"
-            )),
+            Some(Origin::Operator) => Err(ArtifactError::new(ArtifactErrorKind::NotRemovable, format!(
+                "murmur.lock pins '{name}' with origin: operator; only an artifact this capsule pulled (origin: runtime) can be removed"
+            ))),
+            None => Err(ArtifactError::new(ArtifactErrorKind::NotRemovable, format!(
+                "murmur.lock has no entry for '{name}', so nothing records that this capsule pulled it"
+            ))),
         })
-        .map_err(|e| match e {
-            LockUpdateError::Refused(s) => s,
-            LockUpdateError::Invalid(d) => format!("failed to read murmur.lock: {}", d.message),
-            LockUpdateError::Write(s) => format!("failed to write murmur.lock: {s}"),
-        })?;
+        .map_err(lock_refusal)?;
         self.forget(session, &tool);
         let dir = request.records_dir.join("tools").join(&tool);
         if let Err(e) = std::fs::remove_dir_all(&dir) {
             if e.kind() != std::io::ErrorKind::NotFound {
-                return Err(format!(
-                    "'{name}' is removed from this session and from murmur.lock, but {} could not be deleted: {e}",
-                    dir.display()
+                return Err(ArtifactError::new(
+                    ArtifactErrorKind::Files,
+                    format!(
+                        "'{name}' is removed from this session and from murmur.lock, but {} could not be deleted: {e}",
+                        dir.display()
+                    ),
                 ));
             }
         }

@@ -7,6 +7,7 @@
 //! recorded session (or a session it resumed) is tied to the new session, so the lock names the
 //! session that holds the tool and a `remove-artifact` there removes it.
 
+use mur_actors::artifact_error::{ArtifactError, ArtifactErrorKind};
 use mur_actors::registry::{ArtifactRequest, Pulled};
 
 use super::lock::{read_lock, LockEntry, Origin};
@@ -22,17 +23,18 @@ impl PullService {
     pub(super) async fn restorable(
         &self,
         name: &ArtifactName,
-    ) -> Result<(LockEntry, Fetched), String> {
+    ) -> Result<(LockEntry, Fetched), ArtifactError> {
+        let gone = |why: String| ArtifactError::new(ArtifactErrorKind::NotRestorable, why);
         let Some(install) = &self.install else {
-            return Err(format!(
+            return Err(gone(format!(
                 "'{name}' was pulled by the session, and the manifest no longer grants capabilities.install"
-            ));
+            )));
         };
-        let lock = read_lock(&self.project_dir).map_err(|d| d.message)?;
+        let lock = read_lock(&self.project_dir).map_err(|d| gone(d.message))?;
         let Some(pin) = lock.entry(name).cloned() else {
-            return Err(format!(
+            return Err(gone(format!(
                 "'{name}' was pulled by the session, and murmur.lock no longer pins it, so the version and bytes it ran cannot be known"
-            ));
+            )));
         };
         let version = pin.resolved_version.clone();
         let Some(chosen) = self
@@ -40,24 +42,24 @@ impl PullService {
             .into_iter()
             .next()
         else {
-            return Err(format!(
+            return Err(gone(format!(
                 "murmur.lock pins '{name}@{version}', which the session pulled, and neither the project store nor the global store holds {name}@{version} any more"
-            ));
+            )));
         };
         let fetched = self
             .fetch(install, &lock, name, &chosen, None, None, None)
             .await?;
         if pin.sha256.hash_for(fetched.platform.as_deref()) != Some(fetched.bytes_sha.as_str()) {
-            return Err(format!(
+            return Err(gone(format!(
                 "artifact integrity check failed for {name}@{version}: the {} copy does not match the sha256 murmur.lock pins",
                 fetched.fetched_from
-            ));
+            )));
         }
         Ok((pin, fetched))
     }
 
     /// Checks what [`PullService::restore`] would check, writing nothing.
-    pub async fn check_restore(&self, name: &ArtifactName) -> Result<(), String> {
+    pub async fn check_restore(&self, name: &ArtifactName) -> Result<(), ArtifactError> {
         self.restorable(name).await.map(|_| ())
     }
 
@@ -70,22 +72,28 @@ impl PullService {
         request: &ArtifactRequest,
         name: &ArtifactName,
         chain: &[String],
-    ) -> Result<Pulled, String> {
+    ) -> Result<Pulled, ArtifactError> {
         let (pin, fetched) = self.restorable(name).await?;
         let version = pin.resolved_version.clone();
         let session = request.session_id.clone();
         let expected = pin.clone();
         self.hold(request, name, &version, fetched, move |lock| {
             let Some(e) = lock.entries.iter_mut().find(|e| e.name == expected.name) else {
-                return Err(format!(
-                    "murmur.lock lost its pin of '{}' while the resume restored it",
-                    expected.name
+                return Err(ArtifactError::new(
+                    ArtifactErrorKind::Lock,
+                    format!(
+                        "murmur.lock lost its pin of '{}' while the resume restored it",
+                        expected.name
+                    ),
                 ));
             };
             if e.resolved_version != expected.resolved_version || e.sha256 != expected.sha256 {
-                return Err(format!(
-                    "murmur.lock's pin of '{}' changed while the resume restored it",
-                    expected.name
+                return Err(ArtifactError::new(
+                    ArtifactErrorKind::Lock,
+                    format!(
+                        "murmur.lock's pin of '{}' changed while the resume restored it",
+                        expected.name
+                    ),
                 ));
             }
             if e.origin == Origin::Runtime && e.session.as_ref().is_some_and(|s| chain.contains(s))

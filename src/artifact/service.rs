@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use mur_actors::artifact_error::{ArtifactError, ArtifactErrorKind};
 use mur_actors::registry::{ArtifactRequest, ArtifactSource, PullOutcome, Removed};
 use mur_actors::tool::RuntimeTool;
 use serde_json::Value;
@@ -146,22 +147,23 @@ impl PullService {
 }
 
 /// The `artifact` string of a tool input, or the input refusal.
-pub(super) fn artifact_arg(tool: &str, input: &Value) -> Result<String, String> {
+pub(super) fn artifact_arg(tool: &str, input: &Value) -> Result<String, ArtifactError> {
+    let bad = |why: String| ArtifactError::new(ArtifactErrorKind::BadInput, why);
     let Value::Object(map) = input else {
-        return Err(format!("'{tool}' expects a JSON object as its input"));
+        return Err(bad(format!("'{tool}' expects a JSON object as its input")));
     };
     match map.get("artifact").and_then(Value::as_str).map(str::trim) {
         Some(s) if !s.is_empty() => Ok(s.to_string()),
-        _ => Err(format!("'{tool}' requires a non-empty 'artifact'")),
+        _ => Err(bad(format!("'{tool}' requires a non-empty 'artifact'"))),
     }
 }
 
 #[async_trait]
 impl ArtifactSource for PullService {
-    async fn pull(&self, request: ArtifactRequest) -> Result<PullOutcome, String> {
+    async fn pull(&self, request: ArtifactRequest) -> Result<PullOutcome, ArtifactError> {
         let text = artifact_arg(RuntimeTool::PullArtifact.name(), &request.input)?;
         let Some(install) = &self.install else {
-            return Err(RuntimeTool::PullArtifact.refusal(&request.input));
+            return Err(RuntimeTool::PullArtifact.install_refusal(&request.input));
         };
         if text.ends_with('*') {
             return self.list(install, &text).await.map(PullOutcome::Listing);
@@ -171,7 +173,7 @@ impl ArtifactSource for PullService {
             .map(|p| PullOutcome::Pulled(Box::new(p)))
     }
 
-    async fn remove(&self, request: ArtifactRequest) -> Result<Removed, String> {
+    async fn remove(&self, request: ArtifactRequest) -> Result<Removed, ArtifactError> {
         self.remove_one(&request)
     }
 }

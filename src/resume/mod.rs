@@ -212,7 +212,7 @@ async fn restore_pulled(
     if names.is_empty() {
         return Ok(Vec::new());
     }
-    let refused = |why: String| {
+    let refused = |why: mur_actors::artifact_error::ArtifactError| {
         Diagnostic::error("E-RPL-004", format!("cannot resume session {old}: {why}")).with_hint(
             "put the pinned version back in the project or global store (`mur install <its .mur.zip>`), or restore its murmur.lock entry; a resume holds a pulled tool only as the lock pinned it",
         )

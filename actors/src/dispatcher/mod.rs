@@ -30,6 +30,7 @@ use delegate::delegate;
 pub use delegate::DelegateCtx;
 pub use table::{missing_required, Route, ToolTable};
 
+use crate::artifact_error::{ArtifactError, ArtifactErrorKind};
 use crate::fence;
 use crate::gate::CallGate;
 use crate::inventory::Inventory;
@@ -309,11 +310,12 @@ impl DispatcherState {
                             Some(Effect::Pulled(p)),
                         )
                     }
-                    Ok(Err(text)) => (CallResult::Refused { text }, None),
+                    Ok(Err(refusal)) => (refused(refusal), None),
                     Err(e) => (
-                        CallResult::Refused {
-                            text: format!("not-fetched: the registry did not answer: {e}"),
-                        },
+                        refused(ArtifactError::new(
+                            ArtifactErrorKind::NotFetched,
+                            format!("the registry did not answer: {e}"),
+                        )),
                         None,
                     ),
                 }
@@ -342,11 +344,12 @@ impl DispatcherState {
                             None,
                         )
                     }
-                    Ok(Err(text)) => (CallResult::Refused { text }, None),
+                    Ok(Err(refusal)) => (refused(refusal), None),
                     Err(e) => (
-                        CallResult::Refused {
-                            text: format!("not-removable: the registry did not answer: {e}"),
-                        },
+                        refused(ArtifactError::new(
+                            ArtifactErrorKind::NotRemovable,
+                            format!("the registry did not answer: {e}"),
+                        )),
                         None,
                     ),
                 }
@@ -413,6 +416,13 @@ impl DispatcherState {
 }
 
 /// A passed runtime tool's JSON result, fenced, with an optional note after the fence.
+/// A refused pull or removal, as the model reads it.
+fn refused(refusal: ArtifactError) -> CallResult {
+    CallResult::Refused {
+        text: refusal.to_string(),
+    }
+}
+
 fn ran(source: &str, data: &Value, note: Option<&str>) -> CallResult {
     let text = data.to_string();
     CallResult::Ran {
