@@ -11,12 +11,13 @@
 //! true. Anything else is `unsupported condition expression '<clause>'`, which fails the step and
 //! stops the plan: a condition that cannot be read must not silently skip or run a step.
 
+use super::error::PlanError;
 use super::refs::{self, Settled};
 
 const OPERATORS: [&str; 4] = ["==", "!=", ">", "<"];
 
 /// Evaluate `condition` against the results settled so far.
-pub fn evaluate(condition: Option<&str>, settled: &Settled) -> Result<bool, String> {
+pub fn evaluate(condition: Option<&str>, settled: &Settled) -> Result<bool, PlanError> {
     let Some(expr) = condition.map(str::trim).filter(|c| !c.is_empty()) else {
         return Ok(true);
     };
@@ -53,9 +54,9 @@ pub fn references(condition: &str) -> Vec<String> {
     out
 }
 
-fn compare(clause: &str, settled: &Settled) -> Result<bool, String> {
+fn compare(clause: &str, settled: &Settled) -> Result<bool, PlanError> {
     let Some((left, op, right)) = split_comparison(clause) else {
-        return Err(format!("unsupported condition expression '{clause}'"));
+        return Err(PlanError::UnsupportedCondition(clause.to_string()));
     };
     let left = operand(left, settled)?;
     let right = operand(right, settled)?;
@@ -76,7 +77,7 @@ fn split_comparison(clause: &str) -> Option<(&str, &'static str, &str)> {
     })
 }
 
-fn operand(token: &str, settled: &Settled) -> Result<String, String> {
+fn operand(token: &str, settled: &Settled) -> Result<String, PlanError> {
     let quoted = token.len() >= 2
         && (token.starts_with('\'') || token.starts_with('"'))
         && token.ends_with(&token[..1]);
@@ -86,7 +87,7 @@ fn operand(token: &str, settled: &Settled) -> Result<String, String> {
     if token.starts_with('$') {
         return refs::resolve(token, settled);
     }
-    Err(format!("unsupported condition operand '{token}'"))
+    Err(PlanError::UnsupportedOperand(token.to_string()))
 }
 
 /// Byte offset of the first `needle` in `hay` that is not inside '…' or "…".
@@ -160,19 +161,25 @@ mod tests {
     fn unreadable_conditions_are_errors() {
         let s = settled();
         assert_eq!(
-            evaluate(Some("$a.output"), &s).unwrap_err(),
+            evaluate(Some("$a.output"), &s).unwrap_err().to_string(),
             "unsupported condition expression '$a.output'"
         );
         assert_eq!(
-            evaluate(Some("$a.status == 'success' && yes"), &s).unwrap_err(),
+            evaluate(Some("$a.status == 'success' && yes"), &s)
+                .unwrap_err()
+                .to_string(),
             "unsupported condition expression 'yes'"
         );
         assert_eq!(
-            evaluate(Some("$a.output == 42"), &s).unwrap_err(),
+            evaluate(Some("$a.output == 42"), &s)
+                .unwrap_err()
+                .to_string(),
             "unsupported condition operand '42'"
         );
         assert_eq!(
-            evaluate(Some("$c.status == 'success'"), &s).unwrap_err(),
+            evaluate(Some("$c.status == 'success'"), &s)
+                .unwrap_err()
+                .to_string(),
             "reference '$c.status' is not ready"
         );
     }

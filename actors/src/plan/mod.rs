@@ -16,6 +16,8 @@
 //!   run) are still reported.
 
 mod condition;
+mod error;
+pub use error::PlanError;
 mod events;
 mod model;
 mod refs;
@@ -113,8 +115,8 @@ impl PlanReport {
         self.data.to_string()
     }
 
-    fn refused(plan_id: &str, steps_total: usize, step_id: &str, error: String) -> Self {
-        let results = vec![StepResult::failed(step_id, error)];
+    fn refused(plan_id: &str, steps_total: usize, step_id: &str, error: &PlanError) -> Self {
+        let results = vec![StepResult::failed(step_id, error.to_string())];
         PlanReport {
             completed: false,
             canceled: false,
@@ -146,9 +148,9 @@ pub async fn run_plan(
                 steps_total: 0,
                 counts: Counts::default(),
                 duration_ms: started.elapsed().as_millis() as u64,
-                reason: Some(&error),
+                reason: Some(&error.to_string()),
             });
-            return PlanReport::refused("", 0, PLAN_STEP_ID, error);
+            return PlanReport::refused("", 0, PLAN_STEP_ID, &error);
         }
     };
     // The plan is described before it is judged: a refusal reads best beside the steps it names.
@@ -160,9 +162,9 @@ pub async fn run_plan(
             steps_total: plan.steps.len(),
             counts: Counts::default(),
             duration_ms: started.elapsed().as_millis() as u64,
-            reason: Some(&refusal.error),
+            reason: Some(&refusal.error.to_string()),
         });
-        return PlanReport::refused(&plan.id, plan.steps.len(), &refusal.step_id, refusal.error);
+        return PlanReport::refused(&plan.id, plan.steps.len(), &refusal.step_id, &refusal.error);
     }
 
     let run = schedule::execute(&plan, runner.as_ref(), &trace, &mut cancel).await;

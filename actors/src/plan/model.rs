@@ -7,6 +7,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::error::PlanError;
+
 /// The step id a failure carries when no step of the plan is to blame (the input did not parse).
 pub const PLAN_STEP_ID: &str = "plan";
 
@@ -89,8 +91,8 @@ impl StepKind {
 }
 
 impl StepDef {
-    /// The step's kind, or the upstream sentence for a step declaring none or several.
-    pub fn kind(&self) -> Result<StepKind, &'static str> {
+    /// The step's kind, or the refusal of a step declaring none or several.
+    pub fn kind(&self) -> Result<StepKind, PlanError> {
         let set = [
             self.tool.is_some(),
             self.shell.is_some(),
@@ -100,10 +102,8 @@ impl StepDef {
             [true, false, false] => Ok(StepKind::Tool),
             [false, true, false] => Ok(StepKind::Shell),
             [false, false, true] => Ok(StepKind::Capsule),
-            [false, false, false] => {
-                Err("step must declare exactly one of tool, shell, or capsule")
-            }
-            _ => Err("step declares more than one of tool, shell, or capsule"),
+            [false, false, false] => Err(PlanError::NoKind),
+            _ => Err(PlanError::ManyKinds),
         }
     }
 
@@ -171,16 +171,16 @@ impl StepResult {
 /// A plan sent as a JSON *string* holding an object is accepted too (models double-encode);
 /// anything else is the upstream refusal [`NOT_A_PLAN`], and an object that does not have the
 /// plan's shape is `failed to parse plan JSON: <why>`.
-pub fn parse_input(input: &Value) -> Result<PlanDef, String> {
+pub fn parse_input(input: &Value) -> Result<PlanDef, PlanError> {
     let plan = match input.get("plan") {
         Some(Value::Object(_)) => input["plan"].clone(),
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
             Ok(v @ Value::Object(_)) => v,
-            _ => return Err(NOT_A_PLAN.to_string()),
+            _ => return Err(PlanError::NotAPlan),
         },
-        _ => return Err(NOT_A_PLAN.to_string()),
+        _ => return Err(PlanError::NotAPlan),
     };
-    serde_json::from_value(plan).map_err(|e| format!("failed to parse plan JSON: {e}"))
+    serde_json::from_value(plan).map_err(|e| PlanError::Unparsable(e.to_string()))
 }
 
 #[cfg(test)]
@@ -210,7 +210,11 @@ mod tests {
             json!({"plan": [1]}),
             json!({"plan": "nope"}),
         ] {
-            assert_eq!(parse_input(&input).unwrap_err(), NOT_A_PLAN, "{input}");
+            assert_eq!(
+                parse_input(&input).unwrap_err().to_string(),
+                NOT_A_PLAN,
+                "{input}"
+            );
         }
         let encoded = json!({"plan": "{\"id\":\"p\",\"steps\":[]}"});
         assert_eq!(parse_input(&encoded).unwrap().id, "p");
@@ -218,11 +222,14 @@ mod tests {
 
     #[test]
     fn shape_errors_name_the_field() {
-        let err = parse_input(&json!({"plan": {"steps": []}})).unwrap_err();
+        let err = parse_input(&json!({"plan": {"steps": []}}))
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, "failed to parse plan JSON: missing field `id`");
         let err =
             parse_input(&json!({"plan": {"id": "p", "steps": [{"id": "a", "retries": "2"}]}}))
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
         assert!(
             err.starts_with("failed to parse plan JSON: invalid type: string \"2\""),
             "{err}"

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::error::PlanError;
 use super::model::StepResult;
 
 /// The settled results a reference can read, by step id.
@@ -33,39 +34,39 @@ pub fn collect(value: &Value, out: &mut Vec<String>) {
 /// Check a reference against the plan's step ids (validation, before anything runs).
 ///
 /// Text without a dot (`$HOME`) is not checked here; it fails when the step runs, as upstream.
-pub fn check(reference: &str, ids: &HashSet<&str>) -> Result<(), String> {
+pub fn check(reference: &str, ids: &HashSet<&str>) -> Result<(), PlanError> {
     let Some((step, field)) = parse(reference) else {
         return Ok(());
     };
     if !ids.contains(step) {
-        return Err(format!("unknown reference '{reference}'"));
+        return Err(PlanError::UnknownReference(reference.to_string()));
     }
     if field != "output" && field != "status" {
-        return Err(format!("unknown reference field '{field}'"));
+        return Err(PlanError::UnknownReferenceField(field.to_string()));
     }
     Ok(())
 }
 
 /// The value `reference` stands for now, or why it cannot be read.
-pub fn resolve(reference: &str, settled: &Settled) -> Result<String, String> {
+pub fn resolve(reference: &str, settled: &Settled) -> Result<String, PlanError> {
     let Some((step, field)) = parse(reference) else {
-        return Err(format!("invalid reference '{reference}'"));
+        return Err(PlanError::InvalidReference(reference.to_string()));
     };
     let Some(result) = settled.get(step) else {
-        return Err(format!("reference '{reference}' is not ready"));
+        return Err(PlanError::ReferenceNotReady(reference.to_string()));
     };
     match field {
         "output" => result
             .output
             .clone()
-            .ok_or_else(|| format!("reference '{reference}' has no output")),
+            .ok_or_else(|| PlanError::ReferenceNoOutput(reference.to_string())),
         "status" => Ok(result.status.as_str().to_string()),
-        other => Err(format!("unsupported reference field '{other}'")),
+        other => Err(PlanError::UnsupportedReferenceField(other.to_string())),
     }
 }
 
 /// Replace every reference in `value` (any depth) by what it stands for.
-pub fn interpolate(value: &mut Value, settled: &Settled) -> Result<(), String> {
+pub fn interpolate(value: &mut Value, settled: &Settled) -> Result<(), PlanError> {
     match value {
         Value::String(s) if s.starts_with('$') => *s = resolve(s, settled)?,
         Value::Array(items) => {
@@ -119,19 +120,19 @@ mod tests {
     fn runtime_errors_name_the_reference() {
         let s = settled();
         assert_eq!(
-            resolve("$z.output", &s).unwrap_err(),
+            resolve("$z.output", &s).unwrap_err().to_string(),
             "reference '$z.output' is not ready"
         );
         assert_eq!(
-            resolve("$b.c.output", &s).unwrap_err(),
+            resolve("$b.c.output", &s).unwrap_err().to_string(),
             "reference '$b.c.output' has no output"
         );
         assert_eq!(
-            resolve("$HOME", &s).unwrap_err(),
+            resolve("$HOME", &s).unwrap_err().to_string(),
             "invalid reference '$HOME'"
         );
         assert_eq!(
-            resolve("$a.size", &s).unwrap_err(),
+            resolve("$a.size", &s).unwrap_err().to_string(),
             "unsupported reference field 'size'"
         );
     }
@@ -141,12 +142,12 @@ mod tests {
         let ids: HashSet<&str> = ["a"].into_iter().collect();
         assert_eq!(check("$a.output", &ids), Ok(()));
         assert_eq!(check("$HOME", &ids), Ok(()));
+        let unknown = check("$q.output", &ids).unwrap_err();
+        assert_eq!(unknown, PlanError::UnknownReference("$q.output".into()));
+        assert_eq!(unknown.code(), "unknown_reference");
+        assert_eq!(unknown.to_string(), "unknown reference '$q.output'");
         assert_eq!(
-            check("$q.output", &ids).unwrap_err(),
-            "unknown reference '$q.output'"
-        );
-        assert_eq!(
-            check("$a.stdout", &ids).unwrap_err(),
+            check("$a.stdout", &ids).unwrap_err().to_string(),
             "unknown reference field 'stdout'"
         );
     }

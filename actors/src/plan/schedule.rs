@@ -110,7 +110,7 @@ pub async fn execute(
                     progressed = true;
                 }
                 Err(error) => {
-                    let failed = StepResult::failed(&step.id, error);
+                    let failed = StepResult::failed(&step.id, error.to_string());
                     trace.step(undispatched_line(step, &failed));
                     ledger.insert(failed);
                     failed_step = Some(step.id.clone());

@@ -66,11 +66,11 @@ async fn run_once(
 ) -> (StepResult, Option<Value>) {
     let mut input = step.input.clone();
     if let Err(error) = refs::interpolate(&mut input, env.settled) {
-        return (StepResult::failed(&step.id, error), None);
+        return (StepResult::failed(&step.id, error.to_string()), None);
     }
     let kind = match step.kind() {
         Ok(kind) => kind,
-        Err(error) => return (StepResult::failed(&step.id, error), None),
+        Err(error) => return (StepResult::failed(&step.id, error.to_string()), None),
     };
     match kind {
         StepKind::Tool => {
@@ -95,7 +95,7 @@ async fn run_once(
         StepKind::Capsule => {
             let task = match task::task_text(&input) {
                 Ok(task) => task,
-                Err(error) => return (StepResult::failed(&step.id, error), None),
+                Err(error) => return (StepResult::failed(&step.id, error.to_string()), None),
             };
             let capsule = step.capsule.as_deref().unwrap_or_default();
             dispatched.fetch_add(1, Ordering::SeqCst);

@@ -7,10 +7,16 @@
 
 use serde_json::Value;
 
+use super::error::PlanError;
+
 const ACCEPTS: &str = "capsule step input must be a string or { \"objective\": \"<text>\" }";
 
 /// The task text for a capsule step's `input`, or the upstream sentence saying why there is none.
-pub fn task_text(input: &Value) -> Result<String, String> {
+pub fn task_text(input: &Value) -> Result<String, PlanError> {
+    task_text_or_why(input).map_err(PlanError::BadTask)
+}
+
+fn task_text_or_why(input: &Value) -> Result<String, String> {
     match input {
         Value::String(text) => Ok(text.clone()),
         Value::Object(map) => {
@@ -57,28 +63,32 @@ mod tests {
     #[test]
     fn every_other_shape_is_refused_by_name() {
         assert_eq!(
-            task_text(&json!({"task": "x", "objective": "y", "format": 1})).unwrap_err(),
+            task_text(&json!({"task": "x", "objective": "y", "format": 1})).unwrap_err().to_string(),
             "capsule step input has keys the child cannot receive: format, task; nothing on the receiving side parses a task envelope, so put the whole instruction in \"objective\""
         );
         assert_eq!(
-            task_text(&json!({"objective": 3})).unwrap_err(),
+            task_text(&json!({"objective": 3})).unwrap_err().to_string(),
             "capsule step input \"objective\" must be a string"
         );
         assert_eq!(
-            task_text(&json!({})).unwrap_err(),
+            task_text(&json!({})).unwrap_err().to_string(),
             "capsule step input must be a string or { \"objective\": \"<text>\" }"
         );
         assert!(task_text(&json!(null))
             .unwrap_err()
+            .to_string()
             .starts_with("capsule step has no input;"));
         assert!(task_text(&json!(true))
             .unwrap_err()
+            .to_string()
             .ends_with(", not a boolean"));
         assert!(task_text(&json!(1))
             .unwrap_err()
+            .to_string()
             .ends_with(", not a number"));
         assert!(task_text(&json!([]))
             .unwrap_err()
+            .to_string()
             .ends_with(", not an array"));
     }
 }

@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use crate::tool::RuntimeTool;
 
 use super::condition;
+use super::error::PlanError;
 use super::model::{PlanDef, StepDef, StepKind};
 use super::refs;
 use super::task;
@@ -35,14 +36,14 @@ const UPSTREAM_NOT_IN_PLAN: [&str; 2] = ["switch-driver", "end-without-answer"];
 pub struct Refusal {
     /// The step id (the failed step of the report).
     pub step_id: String,
-    /// The upstream sentence.
-    pub error: String,
+    /// The broken rule.
+    pub error: PlanError,
 }
 
-fn refuse(step: &StepDef, error: impl Into<String>) -> Refusal {
+fn refuse(step: &StepDef, error: PlanError) -> Refusal {
     Refusal {
         step_id: step.id.clone(),
-        error: error.into(),
+        error,
     }
 }
 
@@ -51,28 +52,19 @@ pub fn validate(plan: &PlanDef, ctx: &PlanContext) -> Result<(), Refusal> {
     let mut ids: HashSet<&str> = HashSet::new();
     for step in &plan.steps {
         if !ids.insert(step.id.as_str()) {
-            return Err(refuse(step, format!("duplicate step id '{}'", step.id)));
+            return Err(refuse(step, PlanError::DuplicateStep(step.id.clone())));
         }
         check_target(step, ctx).map_err(|e| refuse(step, e))?;
         if !matches!(step.on_error.as_str(), "fail" | "skip" | "continue") {
-            return Err(refuse(
-                step,
-                format!("invalid on_error policy '{}'", step.on_error),
-            ));
+            return Err(refuse(step, PlanError::BadOnError(step.on_error.clone())));
         }
         if step.retries > MAX_STEP_RETRIES {
-            return Err(refuse(
-                step,
-                format!(
-                    "retries {} is more than {MAX_STEP_RETRIES}, the most a step may ask for",
-                    step.retries
-                ),
-            ));
+            return Err(refuse(step, PlanError::TooManyRetries(step.retries)));
         }
     }
     for step in &plan.steps {
         if let Some(dep) = step.depends_on.iter().find(|d| !ids.contains(d.as_str())) {
-            return Err(refuse(step, format!("unknown dependency '{dep}'")));
+            return Err(refuse(step, PlanError::UnknownDependency(dep.clone())));
         }
         let mut found = Vec::new();
         refs::collect(&step.input, &mut found);
@@ -84,45 +76,41 @@ pub fn validate(plan: &PlanDef, ctx: &PlanContext) -> Result<(), Refusal> {
         }
     }
     if let Some(step) = first_blocked(plan) {
-        return Err(refuse(step, BLOCKED));
+        return Err(refuse(step, PlanError::Blocked));
     }
     Ok(())
 }
 
 /// The kind rule and the rule for what the step names (tool held, binary allowed, capsule
 /// allowed and its task text well shaped).
-fn check_target(step: &StepDef, ctx: &PlanContext) -> Result<(), String> {
+fn check_target(step: &StepDef, ctx: &PlanContext) -> Result<(), PlanError> {
     match step.kind()? {
         StepKind::Tool => {
             let tool = step.tool.as_deref().unwrap_or_default();
             let runtime = RuntimeTool::parse(tool);
             if runtime == Some(RuntimeTool::SubmitPlan) {
-                return Err("a plan step cannot submit another plan: 'submit-plan' is not callable from inside a plan".into());
+                return Err(PlanError::NestedPlan);
             }
             if UPSTREAM_NOT_IN_PLAN.contains(&tool) || runtime.is_some_and(|t| !t.plan_may_call()) {
-                return Err(format!("'{tool}' is not callable from inside a plan"));
+                return Err(PlanError::NotCallable(tool.to_string()));
             }
             if !ctx.tools.iter().any(|t| t == tool) {
-                return Err(format!("tool '{tool}' is not installed"));
+                return Err(PlanError::NotInstalled(tool.to_string()));
             }
         }
         StepKind::Shell => {
             let argv = words::split(step.shell.as_deref().unwrap_or_default());
             let Some(binary) = argv.first() else {
-                return Err("shell command is empty".into());
+                return Err(PlanError::EmptyShell);
             };
             if !ctx.shell_allow.iter().any(|b| b == binary) {
-                return Err(format!(
-                    "binary '{binary}' is not in capabilities.shell.allow"
-                ));
+                return Err(PlanError::BinaryNotAllowed(binary.to_string()));
             }
         }
         StepKind::Capsule => {
             let capsule = step.capsule.as_deref().unwrap_or_default();
             if !ctx.capsules.iter().any(|c| c == capsule) {
-                return Err(format!(
-                    "capsule '{capsule}' is not in capabilities.spawn.allow"
-                ));
+                return Err(PlanError::CapsuleNotAllowed(capsule.to_string()));
             }
             task::task_text(&step.input)?;
         }
