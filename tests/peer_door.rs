@@ -12,7 +12,7 @@ use mur::peer::registry::{self, Export};
 use mur::peer::share::ShareFile;
 use mur_actors::provided;
 use mur_actors::supervisor::{Supervisor, SupervisorArgs};
-use mur_actors::tool::{ExecRequest, ToolExecutor};
+use mur_actors::tool::{ExecErrorKind, ExecRequest, ToolExecutor};
 use mur_actors::trace::TraceEvent;
 use ractor::Actor;
 use serde_json::{json, Value};
@@ -322,8 +322,9 @@ async fn share_file_refuses_paths_outside_the_root_before_contacting_the_peer() 
             &w.work,
         );
         let err = w.share.execute(rq).await.unwrap_err();
+        assert_eq!(err.kind, ExecErrorKind::NotAllowed);
         assert_eq!(
-            err,
+            err.message,
             format!("'share-file' refused '{path}': {why}. Only files under the declared exports.peer_files.root may be shared."),
         );
     }
@@ -339,7 +340,7 @@ async fn share_file_refuses_paths_outside_the_root_before_contacting_the_peer() 
         &w.work,
     );
     assert_eq!(
-        w.share.execute(bad_ttl).await.unwrap_err(),
+        w.share.execute(bad_ttl).await.unwrap_err().message,
         "'share-file' was given an unusable ttl: 'soon' is not a duration (use e.g. 90, 90s, 10m, 1h or 1d)"
     );
     // No session RECEIVER is live on this door: there is nobody to bind the handle to.
@@ -348,7 +349,7 @@ async fn share_file_refuses_paths_outside_the_root_before_contacting_the_peer() 
         json!({"path": "notes/report.md", "peer": peer}),
         &w.work,
     );
-    let err = w.share.execute(nobody).await.unwrap_err();
+    let err = w.share.execute(nobody).await.unwrap_err().message;
     assert!(
         err.starts_with(&format!(
             "peer_unreachable: localhost:{}/{RECEIVER} has no live session there",
@@ -413,7 +414,7 @@ async fn fetch_peer_file_stores_under_peer_in_and_reports_refusals() {
         &inbox,
     );
     assert_eq!(
-        strict.execute(rq).await.unwrap_err(),
+        strict.execute(rq).await.unwrap_err().message,
         format!("network policy: '{peer}' not in capabilities.peer_fetch.allow")
     );
     // The minter's refusal comes back with its code.
@@ -424,7 +425,7 @@ async fn fetch_peer_file_stores_under_peer_in_and_reports_refusals() {
         &inbox,
     );
     assert_eq!(
-        fetch.execute(rq).await.unwrap_err(),
+        fetch.execute(rq).await.unwrap_err().message,
         format!("'fetch-peer-file' failed: {peer} refused the handle: handle_expired")
     );
     // Minted for someone else: this session's own audience does not match.
@@ -435,7 +436,7 @@ async fn fetch_peer_file_stores_under_peer_in_and_reports_refusals() {
         &inbox,
     );
     assert_eq!(
-        fetch.execute(rq).await.unwrap_err(),
+        fetch.execute(rq).await.unwrap_err().message,
         format!("'fetch-peer-file' failed: {peer} refused the handle: handle_not_valid")
     );
     let outcomes: Vec<Value> = w
@@ -538,7 +539,7 @@ async fn a_body_that_does_not_match_its_etag_is_not_stored() {
         &inbox,
     );
     assert_eq!(
-        fetch.execute(rq).await.unwrap_err(),
+        fetch.execute(rq).await.unwrap_err().message,
         format!(
             "'fetch-peer-file' failed: {peer} served an etag that does not describe its own body"
         )

@@ -264,8 +264,72 @@ pub struct ExecOutput {
     pub shell: Option<ShellFacts>,
 }
 
-/// The result of one execution: output, or the runtime's own refusal/failure text (unfenced).
-pub type ExecResult = Result<ExecOutput, String>;
+/// Why a tool call produced no output of its own: the runtime refused it or could not run it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecErrorKind {
+    /// The call reached an executor of another kind of tool (a runtime bug, never the model's).
+    Misrouted,
+    /// The input is not what the tool takes.
+    BadInput,
+    /// The binary a shell tool runs is not installed.
+    NotInstalled,
+    /// A policy refuses it (network, exports).
+    NotAllowed,
+    /// The tool's program could not start.
+    CannotStart,
+    /// It ran past its deadline and was killed.
+    Deadline,
+    /// A peer or the door it needs cannot be reached.
+    Unreachable,
+    /// It ran, and failed in a way that leaves no result (too much output, a bad reply).
+    Failed,
+}
+
+impl ExecErrorKind {
+    /// The code, for logs and tests.
+    pub fn code(self) -> &'static str {
+        match self {
+            ExecErrorKind::Misrouted => "misrouted",
+            ExecErrorKind::BadInput => "bad_input",
+            ExecErrorKind::NotInstalled => "not_installed",
+            ExecErrorKind::NotAllowed => "not_allowed",
+            ExecErrorKind::CannotStart => "cannot_start",
+            ExecErrorKind::Deadline => "deadline",
+            ExecErrorKind::Unreachable => "unreachable",
+            ExecErrorKind::Failed => "failed",
+        }
+    }
+}
+
+/// A refused or failed execution: its class and the sentence the model reads (unfenced).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecError {
+    /// The class.
+    pub kind: ExecErrorKind,
+    /// The sentence.
+    pub message: String,
+}
+
+impl ExecError {
+    /// An error of `kind`.
+    pub fn new(kind: ExecErrorKind, message: impl Into<String>) -> Self {
+        ExecError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+/// The result of one execution: output, or the runtime's own refusal or failure.
+pub type ExecResult = Result<ExecOutput, ExecError>;
 
 /// What a command run from an argv (a plan's shell step) produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -291,11 +355,14 @@ pub trait ToolExecutor: Send + Sync {
         argv: Vec<String>,
         workdir: PathBuf,
         records_dir: PathBuf,
-    ) -> Result<ArgvRun, String> {
+    ) -> Result<ArgvRun, ExecError> {
         let _ = (workdir, records_dir);
-        Err(format!(
-            "'{}' cannot run as a plan shell step",
-            argv.first().map(String::as_str).unwrap_or("")
+        Err(ExecError::new(
+            ExecErrorKind::Misrouted,
+            format!(
+                "'{}' cannot run as a plan shell step",
+                argv.first().map(String::as_str).unwrap_or("")
+            ),
         ))
     }
 }

@@ -11,7 +11,9 @@ use std::io::Write;
 use std::path::Path;
 
 use async_trait::async_trait;
-use mur_actors::tool::{ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor};
+use mur_actors::tool::{
+    ExecError, ExecErrorKind, ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor,
+};
 use mur_actors::trace::{EventType, TraceEvent};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -60,10 +62,13 @@ pub fn stored_name(hint: Option<&str>) -> String {
     }
 }
 
-fn text_arg<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
+fn text_arg<'a>(input: &'a Value, key: &str) -> Result<&'a str, ExecError> {
     match input.get(key).and_then(Value::as_str) {
         Some(s) if !s.trim().is_empty() => Ok(s.trim()),
-        _ => Err(format!("'fetch-peer-file' requires a non-empty '{key}'")),
+        _ => Err(ExecError::new(
+            ExecErrorKind::BadInput,
+            format!("'fetch-peer-file' requires a non-empty '{key}'"),
+        )),
     }
 }
 
@@ -108,14 +113,20 @@ impl ToolExecutor for FetchPeerFile {
         };
         let not_allowed = || {
             trace("peer_not_allowed", None);
-            format!("network policy: '{peer_text}' not in capabilities.peer_fetch.allow")
+            ExecError::new(
+                ExecErrorKind::NotAllowed,
+                format!("network policy: '{peer_text}' not in capabilities.peer_fetch.allow"),
+            )
         };
         let peer = PeerAddr::parse(peer_text).map_err(|why| {
             if why.contains("not on this machine") {
                 not_allowed()
             } else {
                 trace("bad_peer", Some(&why));
-                format!("'fetch-peer-file' was given an unusable peer: {why}")
+                ExecError::new(
+                    ExecErrorKind::BadInput,
+                    format!("'fetch-peer-file' was given an unusable peer: {why}"),
+                )
             }
         })?;
         if !peer.allowed_by(&self.allow) {
@@ -123,10 +134,7 @@ impl ToolExecutor for FetchPeerFile {
         }
         let Some(own_port) = registry::door_port() else {
             trace("peer_unreachable", Some("this process has no door"));
-            return Err(
-                "'fetch-peer-file' cannot redeem here: this process has no door, so it has no audience"
-                    .into(),
-            );
+            return Err(ExecError::new(ExecErrorKind::Unreachable, "'fetch-peer-file' cannot redeem here: this process has no door, so it has no audience"));
         };
         let audience = address::audience(&self.name, own_port, &self.session_id);
         let url = format!(
@@ -136,7 +144,10 @@ impl ToolExecutor for FetchPeerFile {
         );
         let unreachable = |why: String| {
             trace("peer_unreachable", Some(&why));
-            format!("'fetch-peer-file' could not reach {peer}: {why}")
+            ExecError::new(
+                ExecErrorKind::Unreachable,
+                format!("'fetch-peer-file' could not reach {peer}: {why}"),
+            )
         };
         let response = client()
             .map_err(unreachable)?
@@ -160,9 +171,9 @@ impl ToolExecutor for FetchPeerFile {
         {
             if (body.len() + chunk.len()) as u64 > MAX_FETCH_BYTES {
                 trace("too_large", None);
-                return Err(format!(
+                return Err(ExecError::new(ExecErrorKind::Failed, format!(
                     "'fetch-peer-file' failed: {peer} sent more than {MAX_FETCH_BYTES} bytes; nothing was stored"
-                ));
+                )));
             }
             body.extend_from_slice(&chunk);
         }
@@ -172,16 +183,17 @@ impl ToolExecutor for FetchPeerFile {
                 .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_string))
                 .unwrap_or_else(|| format!("http_{}", status.as_u16()));
             trace(&code, None);
-            return Err(format!(
-                "'fetch-peer-file' failed: {peer} refused the handle: {code}"
+            return Err(ExecError::new(
+                ExecErrorKind::Failed,
+                format!("'fetch-peer-file' failed: {peer} refused the handle: {code}"),
             ));
         }
         let sha = hex::encode(Sha256::digest(&body));
         if etag.as_deref() != Some(format!("\"sha256:{sha}\"").as_str()) {
             trace("etag_mismatch", None);
-            return Err(format!(
+            return Err(ExecError::new(ExecErrorKind::Failed, format!(
                 "'fetch-peer-file' failed: {peer} served an etag that does not describe its own body"
-            ));
+            )));
         }
         let hint = handle::parse(token)
             .ok()
@@ -191,10 +203,10 @@ impl ToolExecutor for FetchPeerFile {
         let rel = format!("{PEER_IN}/{name}");
         if let Err(e) = store(&request.workdir, &name, &body) {
             trace("io_error", Some(&e.to_string()));
-            return Err(format!(
+            return Err(ExecError::new(ExecErrorKind::Failed, format!(
                 "'fetch-peer-file' fetched {} bytes from {peer} but could not store them at {rel}: {e}",
                 body.len()
-            ));
+            )));
         }
         (request.trace)(
             TraceEvent::new(EventType::PeerFileFetch, None)

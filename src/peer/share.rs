@@ -11,7 +11,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mur_actors::tool::{ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor};
+use mur_actors::tool::{
+    ExecError, ExecErrorKind, ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor,
+};
 use mur_actors::trace::{EventType, TraceEvent};
 use serde_json::{json, Value};
 
@@ -73,10 +75,13 @@ pub fn parse_ttl(v: &Value) -> Result<u64, String> {
     Ok(secs)
 }
 
-fn text_arg<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
+fn text_arg<'a>(input: &'a Value, key: &str) -> Result<&'a str, ExecError> {
     match input.get(key).and_then(Value::as_str) {
         Some(s) if !s.trim().is_empty() => Ok(s.trim()),
-        _ => Err(format!("'share-file' requires a non-empty '{key}'")),
+        _ => Err(ExecError::new(
+            ExecErrorKind::BadInput,
+            format!("'share-file' requires a non-empty '{key}'"),
+        )),
     }
 }
 
@@ -98,7 +103,10 @@ impl ToolExecutor for ShareFile {
         };
         let peer = PeerAddr::parse(peer_text).map_err(|why| {
             trace("bad_peer", Some(&why), None);
-            format!("'share-file' was given an unusable peer: {why}")
+            ExecError::new(
+                ExecErrorKind::BadInput,
+                format!("'share-file' was given an unusable peer: {why}"),
+            )
         })?;
         let max = self.export.max_ttl.as_secs();
         let ttl = match input.get("ttl").filter(|v| !v.is_null()) {
@@ -106,34 +114,44 @@ impl ToolExecutor for ShareFile {
             Some(v) => parse_ttl(v)
                 .map_err(|why| {
                     trace("bad_ttl", Some(&why), None);
-                    format!("'share-file' was given an unusable ttl: {why}")
+                    ExecError::new(
+                        ExecErrorKind::BadInput,
+                        format!("'share-file' was given an unusable ttl: {why}"),
+                    )
                 })?
                 .min(max),
         };
         let refuse = |r: files::PathRefusal| {
             trace(r.code(), Some(r.reason()), None);
-            format!(
+            ExecError::new(ExecErrorKind::NotAllowed, format!(
                 "'share-file' refused '{path}': {}. Only files under the declared exports.peer_files.root may be shared.",
                 r.reason()
-            )
+            ))
         };
         let rel = files::canonical(path).map_err(refuse)?;
         files::check(&self.export.root, &rel, self.export.max_bytes).map_err(refuse)?;
         let Some(own_port) = registry::door_port() else {
             trace("no_peer_plane", Some("this process has no door"), None);
-            return Err(
-                "'share-file' cannot mint here: this process has no door to serve the file from"
-                    .into(),
-            );
+            return Err(ExecError::new(
+                ExecErrorKind::Unreachable,
+                "'share-file' cannot mint here: this process has no door to serve the file from",
+            ));
         };
         let name = card::card_name(&peer).await.map_err(|why| {
             trace("peer_unreachable", Some(&why), None);
-            format!("peer_unreachable: {why}")
+            ExecError::new(
+                ExecErrorKind::Unreachable,
+                format!("peer_unreachable: {why}"),
+            )
         })?;
         let audience = address::audience(&name, peer.port, &peer.session_id);
         let mut nonce = [0u8; 16];
-        handle::read_urandom(&mut nonce)
-            .map_err(|e| format!("'share-file' could not draw a nonce: {e}"))?;
+        handle::read_urandom(&mut nonce).map_err(|e| {
+            ExecError::new(
+                ExecErrorKind::Failed,
+                format!("'share-file' could not draw a nonce: {e}"),
+            )
+        })?;
         let expires_at_ms = mur_actors::ids::now_ms() + ttl * 1000;
         let token = handle::mint(
             &self.export.key,

@@ -8,7 +8,10 @@
 //! (`capabilities.limits.deadline_seconds`, default 600 s) the group is killed and the call fails.
 
 use async_trait::async_trait;
-use mur_actors::tool::{ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor, ToolKind};
+use mur_actors::tool::{
+    ExecError, ExecErrorKind, ExecOutput, ExecRequest, ExecResult, ExecStatus, ToolExecutor,
+    ToolKind,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -39,7 +42,10 @@ impl ToolExecutor for NativeExecutor {
             deadline,
         } = &request.tool.kind
         else {
-            return Err(format!("tool '{name}' is not a native tool"));
+            return Err(ExecError::new(
+                ExecErrorKind::Misrouted,
+                format!("tool '{name}' is not a native tool"),
+            ));
         };
         let input = envelope(&request.input);
         let cmd = self
@@ -49,7 +55,12 @@ impl ToolExecutor for NativeExecutor {
                 &request.workdir,
                 crate::contain::Profile::Native(entrypoint.clone()),
             )
-            .map_err(|e| format!("tool '{name}' cannot start: {e}"))?;
+            .map_err(|e| {
+                ExecError::new(
+                    ExecErrorKind::CannotStart,
+                    format!("tool '{name}' cannot start: {e}"),
+                )
+            })?;
         let answered = answer_json(
             cmd,
             &request.records_dir,
@@ -60,20 +71,30 @@ impl ToolExecutor for NativeExecutor {
         .await
         .map_err(|e| match e {
             NoAnswer::Start(e) => match self.sandbox.ungranted_interpreter(entrypoint) {
-                Some(why) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    format!("tool '{name}' cannot start: {why}")
-                }
-                _ => format!("tool '{name}' cannot start ({}): {e}", entrypoint.display()),
+                Some(why) if e.kind() == std::io::ErrorKind::PermissionDenied => ExecError::new(
+                    ExecErrorKind::CannotStart,
+                    format!("tool '{name}' cannot start: {why}"),
+                ),
+                _ => ExecError::new(
+                    ExecErrorKind::CannotStart,
+                    format!("tool '{name}' cannot start ({}): {e}", entrypoint.display()),
+                ),
             },
-            NoAnswer::Deadline => format!(
-                "tool '{name}' was still running after {} s and was killed (capabilities.limits.deadline_seconds)",
-                deadline.as_secs()
+            NoAnswer::Deadline => ExecError::new(
+                ExecErrorKind::Deadline,
+                format!(
+                    "tool '{name}' was still running after {} s and was killed (capabilities.limits.deadline_seconds)",
+                    deadline.as_secs()
+                ),
             ),
         })?;
         if answered.out.truncated() {
-            return Err(format!(
-                "tool '{name}' wrote more than {} bytes on stdout; its reply was not read",
-                super::capture::STREAM_CAP
+            return Err(ExecError::new(
+                ExecErrorKind::Failed,
+                format!(
+                    "tool '{name}' wrote more than {} bytes on stdout; its reply was not read",
+                    super::capture::STREAM_CAP
+                ),
             ));
         }
         let (status, text) = read_reply(name, &answered);

@@ -13,7 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mur_actors::provided::INTERPRETERS;
 use mur_actors::tool::{
-    ArgvRun, ExecOutput, ExecRequest, ExecResult, ExecStatus, ShellFacts, ToolExecutor, ToolKind,
+    ArgvRun, ExecError, ExecErrorKind, ExecOutput, ExecRequest, ExecResult, ExecStatus, ShellFacts,
+    ToolExecutor, ToolKind,
 };
 use serde_json::Value;
 
@@ -177,28 +178,38 @@ fn render(display: &str, f: &Finished) -> String {
 impl ToolExecutor for ShellExecutor {
     async fn execute(&self, request: ExecRequest) -> ExecResult {
         let ToolKind::Shell { binary } = &request.tool.kind else {
-            return Err(format!("tool '{}' is not a shell tool", request.tool.name));
+            return Err(ExecError::new(
+                ExecErrorKind::Misrouted,
+                format!("tool '{}' is not a shell tool", request.tool.name),
+            ));
         };
         let command = match request.input.get("command") {
             Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
-            _ => return Err("shell tool input must include a non-empty 'command' string".into()),
+            _ => {
+                return Err(ExecError::new(
+                    ExecErrorKind::BadInput,
+                    "shell tool input must include a non-empty 'command' string",
+                ))
+            }
         };
-        let resolved = which(binary).ok_or_else(|| not_installed(binary))?;
+        let resolved = which(binary)
+            .ok_or_else(|| ExecError::new(ExecErrorKind::NotInstalled, not_installed(binary)))?;
         let (args, display) = if INTERPRETERS.contains(&binary.as_str()) {
             (vec!["-c".to_string(), command.clone()], command.clone())
         } else {
             match shlex::split(&command) {
                 Some(a) => (a, format!("{binary} {command}")),
                 None => {
-                    return Err(format!(
+                    return Err(ExecError::new(ExecErrorKind::BadInput, format!(
                         "shell command parsing failed: the arguments for '{binary}' have an unclosed quote or a trailing backslash"
-                    ))
+                    )))
                 }
             }
         };
         let f = self
             .spawn(&resolved, &args, &request.workdir, &request.records_dir)
-            .await?;
+            .await
+            .map_err(|e| ExecError::new(ExecErrorKind::CannotStart, e))?;
         Ok(ExecOutput {
             status: ExecStatus::Passed,
             text: render(&display, &f),
@@ -218,12 +229,19 @@ impl ToolExecutor for ShellExecutor {
         argv: Vec<String>,
         workdir: PathBuf,
         records_dir: PathBuf,
-    ) -> Result<ArgvRun, String> {
+    ) -> Result<ArgvRun, ExecError> {
         let Some((binary, args)) = argv.split_first() else {
-            return Err("shell command is empty".into());
+            return Err(ExecError::new(
+                ExecErrorKind::BadInput,
+                "shell command is empty",
+            ));
         };
-        let resolved = which(binary).ok_or_else(|| not_installed(binary))?;
-        let f = self.spawn(&resolved, args, &workdir, &records_dir).await?;
+        let resolved = which(binary)
+            .ok_or_else(|| ExecError::new(ExecErrorKind::NotInstalled, not_installed(binary)))?;
+        let f = self
+            .spawn(&resolved, args, &workdir, &records_dir)
+            .await
+            .map_err(|e| ExecError::new(ExecErrorKind::CannotStart, e))?;
         Ok(ArgvRun {
             exit_code: f.code,
             stdout: f.out.text(),

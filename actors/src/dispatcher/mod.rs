@@ -246,7 +246,7 @@ impl DispatcherState {
                             shell: out.shell,
                         }
                     }
-                    Err(text) => CallResult::Refused { text },
+                    Err(e) => CallResult::Refused { text: e.message },
                 };
                 Dispatched {
                     request,

@@ -92,7 +92,7 @@ impl StepRunner for PlanSteps {
                 error: "tool step failed".into(),
             },
             Ok(out) => StepOutcome::Failed { error: out.text },
-            Err(error) => StepOutcome::Failed { error },
+            Err(e) => StepOutcome::Failed { error: e.message },
         }
     }
 
@@ -116,7 +116,7 @@ impl StepRunner for PlanSteps {
                 error: format!("exit code {}", r.exit_code),
             },
             Ok(r) => StepOutcome::Failed { error: r.stderr },
-            Err(error) => StepOutcome::Failed { error },
+            Err(e) => StepOutcome::Failed { error: e.message },
         }
     }
 

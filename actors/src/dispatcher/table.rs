@@ -168,7 +168,10 @@ mod tests {
     #[async_trait]
     impl ToolExecutor for Marker {
         async fn execute(&self, _request: ExecRequest) -> ExecResult {
-            Err("not run in these tests".into())
+            Err(crate::tool::ExecError::new(
+                crate::tool::ExecErrorKind::Failed,
+                "not run in these tests",
+            ))
         }
     }
 
