@@ -13,6 +13,7 @@ use mur_actors::record_error::RecordError;
 use mur_actors::session::{ExitStatus, SessionReport};
 use mur_actors::spec::{Grants, SessionPaths, SessionSpec};
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
+use mur_actors::testkit::{self, Tree};
 use ractor::Actor;
 use serde_json::Value;
 
@@ -45,47 +46,26 @@ fn spec(dir: &Path, script: &str, shell_allow: &[&str], max_turns: Option<u32>) 
     spec
 }
 
-async fn run(spec: SessionSpec, cancel_after: Option<Duration>) -> SessionReport {
-    let (sup, handle) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
-        .await
-        .unwrap();
-    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
-        spec: Box::new(spec),
-        reply
-    })
-    .unwrap()
-    .unwrap();
-    if let Some(after) = cancel_after {
-        let sup2 = sup.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(after).await;
-            let _ = sup2.send_message(SupervisorMsg::Shutdown {
-                reason: "test".into(),
-            });
-        });
-    }
-    let report = tokio::time::timeout(Duration::from_secs(20), rx)
-        .await
-        .expect("session ended in time")
-        .unwrap();
-    sup.stop(None);
-    handle.await.unwrap();
-    report
+/// Run `spec` to its end on a fresh tree.
+async fn run(spec: SessionSpec) -> SessionReport {
+    testkit::run(spec, SupervisorArgs::default()).await
+}
+
+/// Start `spec`, wait for its trace to hold an `event_type` line, cancel the tree (Ctrl-C), and
+/// return its report: the cancel lands at a known point, whatever the machine's load.
+async fn cancel_after_line(spec: SessionSpec, event_type: &str) -> SessionReport {
+    let tree = Tree::start(spec, SupervisorArgs::default()).await;
+    tree.wait_for_line(event_type).await;
+    tree.cancel("test");
+    tree.report().await
 }
 
 fn trace(records: &Path) -> Vec<Value> {
-    std::fs::read_to_string(records.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    testkit::trace_lines(&records.join("trace.jsonl"))
 }
 
-fn types(lines: &[Value]) -> Vec<&str> {
-    lines
-        .iter()
-        .map(|l| l["event_type"].as_str().unwrap())
-        .collect()
+fn types(lines: &[Value]) -> Vec<String> {
+    testkit::event_types(lines)
 }
 
 #[tokio::test]
@@ -103,7 +83,7 @@ turns:
 ";
     let s = spec(dir.path(), script, &["bash"], None);
     let records = s.paths.records_dir.clone();
-    let report = run(s, None).await;
+    let report = run(s).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
     assert_eq!(report.result, "done");
     assert_eq!(
@@ -162,7 +142,7 @@ turns:
   - say: never
 ";
     let s = spec(dir.path(), script, &["bash"], Some(2));
-    let report = run(s, None).await;
+    let report = run(s).await;
     assert_eq!(report.exit_status, ExitStatus::MaxTurnsReached);
     assert_eq!(
         report.result,
@@ -181,7 +161,8 @@ turns:
     let s = spec(dir.path(), script, &[], None);
     let records = s.paths.records_dir.clone();
     let started = std::time::Instant::now();
-    let report = run(s, Some(Duration::from_millis(200))).await;
+    // The first model call is out before task_start is written.
+    let report = cancel_after_line(s, "task_start").await;
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(report.exit_status, ExitStatus::Canceled);
     let lines = trace(&records);
@@ -209,7 +190,8 @@ turns:
 ";
     let s = spec(dir.path(), script, &["bash"], None);
     let started = std::time::Instant::now();
-    let report = run(s, Some(Duration::from_millis(300))).await;
+    // The reply asking for the command is recorded before the command starts.
+    let report = cancel_after_line(s, "inference").await;
     assert_eq!(report.exit_status, ExitStatus::Canceled);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
@@ -227,7 +209,7 @@ turns:
         None,
     );
     let records = s.paths.records_dir.clone();
-    let report = run(s, None).await;
+    let report = run(s).await;
     assert_eq!(report.exit_status, ExitStatus::Failed);
     assert_eq!(report.result, "error: provider exploded");
     let lines = trace(&records);
@@ -299,7 +281,7 @@ async fn policy_hooks_deny_calls_before_they_run_and_fail_closed() {
         sandbox: Arc::new(mur::contain::Sandbox::uncontained(records.clone())),
     }));
     std::fs::create_dir_all(records.join("precious")).unwrap();
-    let report = run(s, None).await;
+    let report = run(s).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
     assert!(
         records.join("precious").exists(),
@@ -411,7 +393,7 @@ turns:
     let mut s = spec(dir.path(), script, &["bash"], None);
     s.executors.shell = Arc::new(Panics);
     let records = s.paths.records_dir.clone();
-    let report = run(s, None).await;
+    let report = run(s).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
     assert_eq!(report.result, "the tool broke");
     let t = trace(&records);
@@ -477,7 +459,7 @@ turns:
     let records = s.paths.records_dir.clone();
     std::fs::create_dir_all(&records).unwrap();
     std::os::unix::fs::symlink("/dev/full", records.join("trace.jsonl")).unwrap();
-    let report = run(s, None).await;
+    let report = run(s).await;
     assert_eq!(report.exit_status, ExitStatus::Failed, "{}", report.result);
     let want = format!(
         "trace write failed: {}: No space left on device",

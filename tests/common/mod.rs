@@ -172,28 +172,9 @@ pub fn normalise(text: &str, root: &Path) -> String {
     port.replace_all(&text, "localhost:<PORT>").into_owned()
 }
 
-/// Run `root` on a fresh kernel tree (Supervisor started with `args`) and return its report;
-/// the tree is stopped after. Fails the test if the tree does not end within 60 s.
-pub async fn run_tree(
-    root: mur_actors::spec::SessionSpec,
-    args: mur_actors::supervisor::SupervisorArgs,
-) -> mur_actors::session::SessionReport {
-    use mur_actors::supervisor::{Supervisor, SupervisorMsg};
-    let (sup, handle) = ractor::Actor::spawn(None, Supervisor, args).await.unwrap();
-    let rx = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
-        spec: Box::new(root),
-        reply
-    })
-    .unwrap()
-    .unwrap();
-    let report = tokio::time::timeout(std::time::Duration::from_secs(60), rx)
-        .await
-        .expect("the tree ended in time")
-        .unwrap();
-    sup.stop(None);
-    handle.await.unwrap();
-    report
-}
+/// Run a tree to its end on a fresh Supervisor: the kernel test kit's runner.
+#[allow(unused_imports)]
+pub use mur_actors::testkit::run as run_tree;
 
 /// Wait until the trace at `path` holds an `event_type` line (it is written as it happens);
 /// fails the test after 60 s. A wait for an event, not a guess at how long it takes.
