@@ -24,10 +24,15 @@ struct Node {
 
 impl Node {
     fn start(home: &Path, label: &str, cookie: &str) -> Node {
+        Node::start_with(home, label, cookie, &[])
+    }
+
+    fn start_with(home: &Path, label: &str, cookie: &str, extra: &[&str]) -> Node {
         let dir = home.join(label);
         let mut child = mur()
             .args(["node", "--listen", "127.0.0.1:0", "--capacity", "8", "--dir"])
             .arg(&dir)
+            .args(extra)
             .env("MUR_CLUSTER_COOKIE", cookie)
             .env("HOME", home)
             .stdout(Stdio::piped())
@@ -367,4 +372,48 @@ fn a_node_or_a_parent_without_a_cookie_refuses_to_start() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("error[E-CLU-001]"), "{}", stderr(&out));
+}
+
+#[test]
+fn with_tls_children_run_on_a_node_whose_certificate_the_parent_trusts() {
+    let p = fan_out_project("echo over tls");
+    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    p.write("tls/cert.pem", &key.cert.pem());
+    p.write("tls/key.pem", &key.signing_key.serialize_pem());
+    let (cert, pem_key) = (
+        p.path().join("tls/cert.pem"),
+        p.path().join("tls/key.pem"),
+    );
+    let node = Node::start_with(
+        p.path(),
+        "node-tls",
+        COOKIE,
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            pem_key.to_str().unwrap(),
+        ],
+    );
+    let out = run_cmd(&p, &[&node])
+        .args(["--tls-ca", cert.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let lines = outcomes(&p.sessions()[0]);
+    assert_eq!(lines.len(), 6);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["outcome"] == "ok" && l["node"] == node.name.as_str()),
+        "{lines:?}"
+    );
+    // A parent without the trust root does not get past the handshake: the node is unavailable.
+    let out = run_cmd(&p, &[&node]).output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("warning[W-CLU-005]: node {} is unavailable", node.addr)),
+        "{err}"
+    );
 }

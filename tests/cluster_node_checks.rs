@@ -37,7 +37,7 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
         .read_line(&mut first)
         .unwrap();
     let addr = first.trim().rsplit(' ').next().unwrap().to_string();
-    let joined = mur::cluster::connect::join(&[addr], "c".into(), Duration::from_secs(5))
+    let joined = mur::cluster::connect::join(&[addr], "c".into(), Duration::from_secs(5), None)
         .await
         .unwrap();
     assert!(joined.unavailable.is_empty());

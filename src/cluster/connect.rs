@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 use super::edge::{Cluster, Edge, NodeEntry};
 use super::wire::{Hello, HostMsg, HOST_GROUP, PROTOCOL_VERSION};
 use super::ClusterError;
+use tokio_rustls::TlsConnector;
 use crate::diagnostic::Diagnostic;
 
 /// How long a connection may take to open.
@@ -47,7 +48,12 @@ pub struct Joined {
 }
 
 /// Start this process's end of the cluster and connect to `addrs`.
-pub async fn join(addrs: &[String], cookie: String, grace: Duration) -> Result<Joined, Diagnostic> {
+pub async fn join(
+    addrs: &[String],
+    cookie: String,
+    grace: Duration,
+    tls: Option<TlsConnector>,
+) -> Result<Joined, Diagnostic> {
     let host_name = super::node::hostname();
     let name = format!(
         "mur-run-{host_name}-{}-{}",
@@ -59,6 +65,7 @@ pub async fn join(addrs: &[String], cookie: String, grace: Duration) -> Result<J
         name,
         server: server.clone(),
         grace,
+        tls: tls.clone(),
         nodes: Mutex::new(Vec::new()),
         children: Mutex::new(HashMap::new()),
     });
@@ -75,7 +82,7 @@ pub async fn join(addrs: &[String], cookie: String, grace: Duration) -> Result<J
     });
     let tries = addrs
         .iter()
-        .map(|a| connect_one(&server, &waiters, a.clone()));
+        .map(|a| connect_one(&server, &waiters, a.clone(), tls.as_ref()));
     let mut unavailable = Vec::new();
     for (given, result) in addrs.iter().zip(futures::future::join_all(tries).await) {
         match result {
@@ -97,13 +104,14 @@ async fn connect_one(
     server: &ActorRef<NodeServerMessage>,
     waiters: &Waiters,
     given: String,
+    tls: Option<&TlsConnector>,
 ) -> Result<NodeEntry, String> {
     let addr = tokio::net::lookup_host(&given)
         .await
         .map_err(|e| format!("cannot resolve the address: {e}"))?
         .next()
         .ok_or("the address resolves to nothing")?;
-    let node_id = open(server, waiters, addr).await?;
+    let node_id = open(server, waiters, (addr, &given), tls).await?;
     let host = find_host(node_id).await.ok_or(
         "it answers the cluster handshake but runs no mur host (is it a `mur node`?)",
     )?;
@@ -140,7 +148,8 @@ async fn connect_one(
 async fn open(
     server: &ActorRef<NodeServerMessage>,
     waiters: &Waiters,
-    addr: SocketAddr,
+    (addr, given): (SocketAddr, &str),
+    tls: Option<&TlsConnector>,
 ) -> Result<u64, String> {
     let (tx, rx) = oneshot::channel();
     waiters
@@ -148,22 +157,7 @@ async fn open(
         .unwrap_or_else(|p| p.into_inner())
         .insert(addr.to_string(), tx);
     let result = async {
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr))
-            .await
-            .map_err(|_| format!("unreachable: no connection within {CONNECT_TIMEOUT:?}"))?
-            .map_err(|e| format!("unreachable: {e}"))?;
-        let _ = stream.set_nodelay(true);
-        let local_addr = stream.local_addr().map_err(|e| e.to_string())?;
-        server
-            .send_message(NodeServerMessage::ConnectionOpened {
-                stream: Box::new(ractor_cluster::NetworkStream::Raw {
-                    peer_addr: addr,
-                    local_addr,
-                    stream,
-                }),
-                is_server: false,
-            })
-            .map_err(|e| e.to_string())?;
+        dial(server, addr, given, tls).await.map_err(|e| e.to_string())?;
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, rx).await {
             Ok(Ok(Handshake::Ready(node_id))) => Ok(node_id),
             Ok(_) => Err("the connection closed during the handshake (is the cookie the same on both sides? is it a mur node?)".to_string()),
@@ -248,18 +242,18 @@ impl NodeEventSubscription for Watch {
                 .find(|n| n.up && n.node_id == ses.node_id)
                 .map(|n| {
                     n.up = false;
-                    (n.name.clone(), n.addr)
+                    (n.name.clone(), (n.addr, n.given.clone()))
                 })
         };
-        if let Some((name, addr)) = dropped {
-            tokio::spawn(watch_lost(self.cluster.clone(), name, addr));
+        if let Some((name, at)) = dropped {
+            tokio::spawn(watch_lost(self.cluster.clone(), name, at));
         }
     }
 }
 
 /// A node's connection dropped: reconnect until it is back, its port refuses (its process is
 /// gone), or the grace period is over; then settle its children `node lost`.
-async fn watch_lost(cluster: Arc<Cluster>, name: String, addr: SocketAddr) {
+async fn watch_lost(cluster: Arc<Cluster>, name: String, (addr, given): (SocketAddr, String)) {
     let deadline = tokio::time::Instant::now() + cluster.grace;
     let why = loop {
         let up = || cluster.nodes().iter().any(|n| n.name == name && n.up);
@@ -272,24 +266,11 @@ async fn watch_lost(cluster: Arc<Cluster>, name: String, addr: SocketAddr) {
                 cluster.grace
             );
         }
-        match tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr))
-            .await
-        {
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+        match dial(&cluster.server, addr, &given, cluster.tls.as_ref()).await {
+            Err(Dial::Refused) => {
                 break format!("({addr}) is gone: its port refuses connections");
             }
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                if let Ok(local_addr) = stream.local_addr() {
-                    let _ = cluster.server.send_message(NodeServerMessage::ConnectionOpened {
-                        stream: Box::new(ractor_cluster::NetworkStream::Raw {
-                            peer_addr: addr,
-                            local_addr,
-                            stream,
-                        }),
-                        is_server: false,
-                    });
-                }
+            Ok(()) => {
                 // The watcher marks it up when the handshake is done.
                 for _ in 0..20 {
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -298,8 +279,75 @@ async fn watch_lost(cluster: Arc<Cluster>, name: String, addr: SocketAddr) {
                     }
                 }
             }
-            _ => tokio::time::sleep(Duration::from_millis(250)).await,
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
         }
     };
     cluster.node_lost(&name, &why).await;
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug)]
+enum Dial {
+    /// Nothing listens there.
+    Refused,
+    /// Anything else: the sentence.
+    Failed(String),
+}
+
+impl std::fmt::Display for Dial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dial::Refused => write!(f, "unreachable: connection refused"),
+            Dial::Failed(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+/// Open a connection to the node at `addr` (TLS when `tls` is given, its certificate checked
+/// for the host of `given`) and hand it to the node server, which runs the handshake.
+async fn dial(
+    server: &ActorRef<NodeServerMessage>,
+    addr: SocketAddr,
+    given: &str,
+    tls: Option<&TlsConnector>,
+) -> Result<(), Dial> {
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
+        Err(_) => {
+            return Err(Dial::Failed(format!(
+                "unreachable: no connection within {CONNECT_TIMEOUT:?}"
+            )))
+        }
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(Dial::Refused),
+        Ok(Err(e)) => return Err(Dial::Failed(format!("unreachable: {e}"))),
+        Ok(Ok(s)) => s,
+    };
+    let _ = stream.set_nodelay(true);
+    let local_addr = stream
+        .local_addr()
+        .map_err(|e| Dial::Failed(e.to_string()))?;
+    let stream = match tls {
+        None => ractor_cluster::NetworkStream::Raw {
+            peer_addr: addr,
+            local_addr,
+            stream,
+        },
+        Some(connector) => {
+            let name = super::tls::server_name(given).map_err(Dial::Failed)?;
+            let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, stream))
+                .await
+                .map_err(|_| Dial::Failed(format!("no TLS handshake within {HANDSHAKE_TIMEOUT:?}")))?
+                .map_err(|e| Dial::Failed(format!("the TLS handshake failed: {e}")))?;
+            ractor_cluster::NetworkStream::TlsClient {
+                peer_addr: addr,
+                local_addr,
+                stream,
+            }
+        }
+    };
+    server
+        .send_message(NodeServerMessage::ConnectionOpened {
+            stream: Box::new(stream),
+            is_server: false,
+        })
+        .map_err(|e| Dial::Failed(e.to_string()))
 }

@@ -61,6 +61,8 @@ pub struct Cluster {
     pub server: ActorRef<NodeServerMessage>,
     /// How long a disconnected node may take to come back.
     pub grace: Duration,
+    /// TLS for every connection to a node (`--tls-ca`); `None`: plain TCP.
+    pub tls: Option<tokio_rustls::TlsConnector>,
     /// The nodes connected at start, by name.
     pub nodes: Mutex<Vec<NodeEntry>>,
     /// Children on nodes, by session id.

@@ -35,6 +35,14 @@ pub enum ClusterError {
         /// Why: unreachable, not authenticated, another protocol version, no answer.
         why: String,
     },
+    /// A TLS certificate, key or root file cannot be used.
+    #[error("cannot use {path} for TLS: {why}")]
+    Tls {
+        /// The file.
+        path: String,
+        /// Why.
+        why: String,
+    },
     /// `nodes:` in the config file is not a list of addresses.
     #[error("{path}: {why}")]
     Config {
@@ -55,6 +63,7 @@ impl ClusterError {
             ClusterError::Server(_) => "E-CLU-004",
             ClusterError::Unavailable { .. } => "W-CLU-005",
             ClusterError::Config { .. } => "E-CLU-006",
+            ClusterError::Tls { .. } => "E-CLU-007",
         }
     }
 

@@ -20,6 +20,7 @@ pub mod node;
 pub mod placer;
 pub mod records;
 pub mod standin;
+pub mod tls;
 pub mod wire;
 
 pub use error::ClusterError;
@@ -45,6 +46,9 @@ pub struct RunNodes {
     /// A file whose first line is the cluster cookie (else MUR_CLUSTER_COOKIE).
     #[arg(long, value_name = "F")]
     pub cookie_file: Option<PathBuf>,
+    /// Connect to nodes with TLS, trusting the certificates in this PEM file.
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// The placer of a `mur run` with nodes (`None` without): the cookie read, every node tried,
@@ -67,7 +71,11 @@ pub async fn placer_for(
         e.diagnostic()
             .with_hint("mur run --nodes needs the cookie its nodes were started with")
     })?;
-    let joined = connect::join(&nodes, cookie, node::GRACE).await?;
+    let tls = match &opts.tls_ca {
+        Some(ca) => Some(tls::connector(ca).map_err(|e| e.diagnostic())?),
+        None => None,
+    };
+    let joined = connect::join(&nodes, cookie, node::GRACE, tls).await?;
     for w in joined.unavailable.iter().filter(|_| !quiet) {
         crate::errln!("{}", w.diagnostic());
     }

@@ -44,6 +44,12 @@ pub struct NodeArgs {
     /// Where children's records and work folders go (default: ~/.murmur/node/<name>).
     #[arg(long, value_name = "D")]
     pub dir: Option<PathBuf>,
+    /// Accept only TLS connections, with this PEM certificate chain (needs --tls-key).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// The number of cores, the default `--capacity` and `mur run --max-local`.
@@ -72,6 +78,12 @@ pub async fn run(args: NodeArgs) -> i32 {
 
 async fn serve(args: NodeArgs) -> Result<(), Diagnostic> {
     let cookie = cookie::load(args.cookie_file.as_deref()).map_err(|e| e.diagnostic())?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(super::tls::acceptor(cert, key).map_err(|e| e.diagnostic())?)
+        }
+        _ => None,
+    };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| {
@@ -120,7 +132,7 @@ async fn serve(args: NodeArgs) -> Result<(), Diagnostic> {
         subscription: Box::new(ParentWatch { book: book.clone() }),
     });
     crate::outln!("node: {name} listening on {local}");
-    let accept = tokio::spawn(accept_loop(listener, server.clone()));
+    let accept = tokio::spawn(accept_loop(listener, server.clone(), tls));
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
@@ -165,10 +177,12 @@ pub async fn start_server(
     Ok(server)
 }
 
-/// Hand every accepted connection to the node server.
+/// Hand every accepted connection to the node server (after its TLS handshake, when the node
+/// has a certificate: each in a task of its own, so a slow peer holds up no other).
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     server: ractor::ActorRef<NodeServerMessage>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     loop {
         let (stream, peer_addr) = match listener.accept().await {
@@ -183,15 +197,41 @@ async fn accept_loop(
         let Ok(local_addr) = stream.local_addr() else {
             continue;
         };
-        let _ = server.send_message(NodeServerMessage::ConnectionOpened {
-            stream: Box::new(ractor_cluster::NetworkStream::Raw {
-                peer_addr,
-                local_addr,
-                stream,
-            }),
-            is_server: true,
+        let Some(acceptor) = tls.clone() else {
+            opened(
+                &server,
+                ractor_cluster::NetworkStream::Raw {
+                    peer_addr,
+                    local_addr,
+                    stream,
+                },
+            );
+            continue;
+        };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
+            match handshake.await {
+                Ok(Ok(stream)) => opened(
+                    &server,
+                    ractor_cluster::NetworkStream::TlsServer {
+                        peer_addr,
+                        local_addr,
+                        stream,
+                    },
+                ),
+                Ok(Err(e)) => tracing::warn!("TLS handshake with {peer_addr} failed: {e}"),
+                Err(_) => tracing::warn!("no TLS handshake from {peer_addr} within 10 s"),
+            }
         });
     }
+}
+
+fn opened(server: &ractor::ActorRef<NodeServerMessage>, stream: ractor_cluster::NetworkStream) {
+    let _ = server.send_message(NodeServerMessage::ConnectionOpened {
+        stream: Box::new(stream),
+        is_server: true,
+    });
 }
 
 /// Cancels the children of a parent whose connection stays gone for the grace period.
