@@ -4,78 +4,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::node::Node;
 use common::*;
 use serde_json::Value;
 
 const COOKIE: &str = "test-cookie-3f9a";
-
-/// A `mur node` on 127.0.0.1:0, killed when dropped.
-struct Node {
-    child: Child,
-    name: String,
-    addr: String,
-    dir: PathBuf,
-}
-
-impl Node {
-    fn start(home: &Path, label: &str, cookie: &str) -> Node {
-        Node::start_with(home, label, cookie, &[])
-    }
-
-    fn start_with(home: &Path, label: &str, cookie: &str, extra: &[&str]) -> Node {
-        let dir = home.join(label);
-        let mut child = mur()
-            .args(["node", "--listen", "127.0.0.1:0", "--capacity", "8", "--dir"])
-            .arg(&dir)
-            .args(extra)
-            .env("MUR_CLUSTER_COOKIE", cookie)
-            .env("HOME", home)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let re = regex::Regex::new(r"^node: (\S+) listening on (127\.0\.0\.1:\d+)\n$").unwrap();
-        let caps = re
-            .captures(&first)
-            .unwrap_or_else(|| panic!("first line: {first:?}"));
-        Node {
-            name: caps[1].to_string(),
-            addr: caps[2].to_string(),
-            dir,
-            child,
-        }
-    }
-
-    /// Hosted sessions that have a trace file on this node.
-    fn sessions_started(&self) -> usize {
-        list(&self.dir.join("sessions"))
-            .iter()
-            .filter(|s| s.join("trace.jsonl").is_file())
-            .count()
-    }
-
-    fn kill9(&mut self) {
-        // SAFETY: kill only signals the child process this test started.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Wait for `cond`, failing with `what` after a bound that holds on a loaded machine.
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
@@ -140,6 +77,23 @@ fn run_cmd(p: &Project, nodes: &[&Node]) -> Command {
     c
 }
 
+/// Two nodes with the test's cookie.
+fn two_nodes(p: &Project) -> (Node, Node) {
+    (
+        Node::start(p.path(), "node-a", COOKIE),
+        Node::start(p.path(), "node-b", COOKIE),
+    )
+}
+
+/// The root, started and left running.
+fn spawn_root(p: &Project, nodes: &[&Node]) -> std::process::Child {
+    run_cmd(p, nodes)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The root's `delegation` lines.
 fn outcomes(root: &Path) -> Vec<Value> {
     trace(&root.join("trace.jsonl"))
@@ -155,10 +109,7 @@ fn children_dirs(root: &Path) -> Vec<PathBuf> {
 #[test]
 fn six_children_spread_over_two_nodes_all_ok_with_their_traces_home() {
     let p = fan_out_project("echo hello from $PWD");
-    let (a, b) = (
-        Node::start(p.path(), "node-a", COOKIE),
-        Node::start(p.path(), "node-b", COOKIE),
-    );
+    let (a, b) = two_nodes(&p);
     let out = run_cmd(&p, &[&a, &b]).output().unwrap();
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let root = &p.sessions()[0];
@@ -207,15 +158,8 @@ fn a_killed_node_settles_its_children_node_lost_and_the_rest_end_ok() {
         "while [ ! -e {} ]; do sleep 0.05; done; echo released",
         flag.display()
     ));
-    let (mut a, b) = (
-        Node::start(p.path(), "node-a", COOKIE),
-        Node::start(p.path(), "node-b", COOKIE),
-    );
-    let root = run_cmd(&p, &[&a, &b])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut a, b) = two_nodes(&p);
+    let root = spawn_root(&p, &[&a, &b]);
     wait_for("three children on each node", || {
         a.sessions_started() == 3 && b.sessions_started() == 3
     });
@@ -269,15 +213,8 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
     let p = fan_out_project(&format!(
         "while [ ! -e /nonexistent/{marker} ]; do sleep 0.05; done"
     ));
-    let (a, b) = (
-        Node::start(p.path(), "node-a", COOKIE),
-        Node::start(p.path(), "node-b", COOKIE),
-    );
-    let root = run_cmd(&p, &[&a, &b])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (a, b) = two_nodes(&p);
+    let root = spawn_root(&p, &[&a, &b]);
     wait_for("six remote commands running", || count_alive(&marker) >= 6);
     // SAFETY: kill only signals the child process this test started.
     unsafe { libc::kill(root.id() as i32, libc::SIGINT) };

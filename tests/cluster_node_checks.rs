@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
@@ -24,19 +22,8 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
     let out = p.mur(&["build", "worker", "-o", "w.mur.zip"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let bytes = std::fs::read(p.path().join("w.mur.zip")).unwrap();
-    let mut node = mur()
-        .args(["node", "--listen", "127.0.0.1:0", "--dir"])
-        .arg(p.path().join("node"))
-        .env("MUR_CLUSTER_COOKIE", "c")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(node.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first.trim().rsplit(' ').next().unwrap().to_string();
+    let node = common::node::Node::start(p.path(), "node", "c");
+    let addr = node.addr.clone();
     let joined = mur::cluster::connect::join(&[addr], "c".into(), Duration::from_secs(5), None)
         .await
         .unwrap();
@@ -104,6 +91,5 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
     assert!(why.contains("speaks mur cluster protocol"), "{why}");
     // Nothing was started.
     assert!(list(&p.path().join("node/sessions")).is_empty());
-    let _ = node.kill();
-    let _ = node.wait();
+    drop(node);
 }

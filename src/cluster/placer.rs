@@ -175,8 +175,15 @@ impl ChildPlacer for Placer {
                     Err(e) => Some(format!("node {node} answered the start with {e}")),
                 }
             }
-            // Not reached, or no answer in time: the child runs here instead.
-            _ => None,
+            // Not reached, or no answer in time: the child runs here instead (and, should the
+            // node have started it after all, is canceled there).
+            _ => {
+                let _ = host.send_message(HostMsg::Cancel(
+                    session_id.clone(),
+                    "the parent stopped waiting for this child to start; it runs elsewhere".into(),
+                ));
+                None
+            }
         };
         standin.stop(None);
         let Some(child) = self.cluster.take(&session_id) else {
