@@ -87,7 +87,10 @@ fn project(dir: &Path, n: usize) {
     std::fs::create_dir_all(dir.join("worker")).unwrap();
     std::fs::write(
         dir.join("murmur.yaml"),
-        manifest("fanout", "capabilities:\n  spawn:\n    allow: [local/worker]\n"),
+        manifest(
+            "fanout",
+            "capabilities:\n  spawn:\n    allow: [local/worker]\n",
+        ),
     )
     .unwrap();
     std::fs::write(dir.join("worker/murmur.yaml"), manifest("worker", "")).unwrap();
@@ -121,6 +124,8 @@ fn run_root(dir: &Path, nodes: &[&Node]) -> (f64, u64) {
         cmd.args(["--nodes", &addrs.join(","), "--max-local", "0"]);
     }
     let started = Instant::now();
+    // Reaped by the wait4 below (which also gives its rusage), not by Child::wait.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().unwrap();
     let mut status = 0;
     // SAFETY: an all-zero rusage is valid; wait4 fills it for the child we started.

@@ -30,10 +30,7 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 fn fan_out_project(cmd: &str) -> Project {
     let p = Project::new();
     let shell = "capabilities:\n  shell:\n    allow: [bash, sleep]\n";
-    p.write(
-        "worker/murmur.yaml",
-        &scripted_manifest("worker", shell),
-    );
+    p.write("worker/murmur.yaml", &scripted_manifest("worker", shell));
     p.write(
         "worker/script.yaml",
         "turns:\n  - call:\n      - tool: bash\n        input: {command: \"{{task.cmd}}\"}\n  - say: \"worked: {{last}}\"\n",
@@ -118,7 +115,12 @@ fn six_children_spread_over_two_nodes_all_ok_with_their_traces_home() {
     for l in &lines {
         assert_eq!(l["outcome"], "ok", "{l}");
     }
-    let on = |n: &Node| lines.iter().filter(|l| l["node"] == n.name.as_str()).count();
+    let on = |n: &Node| {
+        lines
+            .iter()
+            .filter(|l| l["node"] == n.name.as_str())
+            .count()
+    };
     // Least loaded first: quick children free their slot early, so the split may be 4/2.
     assert_eq!(on(&a) + on(&b), 6, "{lines:?}");
     assert!(on(&a) >= 1 && on(&b) >= 1, "{lines:?}");
@@ -134,8 +136,16 @@ fn six_children_spread_over_two_nodes_all_ok_with_their_traces_home() {
     assert_eq!(kids.len(), 6);
     for k in &kids {
         let t = trace(&k.join("trace.jsonl"));
-        assert_eq!(t.last().unwrap()["event_type"], "session_end", "{}", k.display());
-        assert_eq!(t[0]["spawned_by"], trace(&root.join("trace.jsonl"))[0]["session_id"]);
+        assert_eq!(
+            t.last().unwrap()["event_type"],
+            "session_end",
+            "{}",
+            k.display()
+        );
+        assert_eq!(
+            t[0]["spawned_by"],
+            trace(&root.join("trace.jsonl"))[0]["session_id"]
+        );
     }
     // Usage rolls up: the children's tokens are in the root's totals.
     let end = trace(&root.join("trace.jsonl")).pop().unwrap();
@@ -191,7 +201,11 @@ fn a_killed_node_settles_its_children_node_lost_and_the_rest_end_ok() {
         .env("HOME", p.path())
         .output()
         .unwrap();
-    assert!(stdout(&show).contains("incomplete: node lost"), "{}", stdout(&show));
+    assert!(
+        stdout(&show).contains("incomplete: node lost"),
+        "{}",
+        stdout(&show)
+    );
 }
 
 /// Processes whose command line holds `marker`.
@@ -219,8 +233,15 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
     // SAFETY: kill only signals the child process this test started.
     unsafe { libc::kill(root.id() as i32, libc::SIGINT) };
     let out = root.wait_with_output().unwrap();
-    assert!(stdout(&out).contains("status:  canceled"), "{}{}", stdout(&out), stderr(&out));
-    wait_for("no command left on either node", || count_alive(&marker) == 0);
+    assert!(
+        stdout(&out).contains("status:  canceled"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    wait_for("no command left on either node", || {
+        count_alive(&marker) == 0
+    });
     let root = &p.sessions()[0];
     let t = trace(&root.join("trace.jsonl"));
     assert_eq!(t.last().unwrap()["event_type"], "session_end");
@@ -228,7 +249,12 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
     assert_eq!(kids.len(), 6);
     for k in &kids {
         let ct = trace(&k.join("trace.jsonl"));
-        assert_eq!(ct.last().unwrap()["event_type"], "session_end", "{}", k.display());
+        assert_eq!(
+            ct.last().unwrap()["event_type"],
+            "session_end",
+            "{}",
+            k.display()
+        );
     }
     // The nodes hold no child any more.
     drop((a, b));
@@ -278,7 +304,9 @@ fn bad_nodes_are_warnings_and_the_run_goes_on_here() {
     );
     let lines = outcomes(&p.sessions()[0]);
     assert_eq!(lines.len(), 6);
-    assert!(lines.iter().all(|l| l["outcome"] == "ok" && l.get("node").is_none()));
+    assert!(lines
+        .iter()
+        .all(|l| l["outcome"] == "ok" && l.get("node").is_none()));
     assert_eq!(stranger.sessions_started(), 0);
 }
 
@@ -308,7 +336,11 @@ fn a_node_or_a_parent_without_a_cookie_refuses_to_start() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("error[E-CLU-001]"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("error[E-CLU-001]"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -317,10 +349,7 @@ fn with_tls_children_run_on_a_node_whose_certificate_the_parent_trusts() {
     let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
     p.write("tls/cert.pem", &key.cert.pem());
     p.write("tls/key.pem", &key.signing_key.serialize_pem());
-    let (cert, pem_key) = (
-        p.path().join("tls/cert.pem"),
-        p.path().join("tls/key.pem"),
-    );
+    let (cert, pem_key) = (p.path().join("tls/cert.pem"), p.path().join("tls/key.pem"));
     let node = Node::start_with(
         p.path(),
         "node-tls",
@@ -350,7 +379,10 @@ fn with_tls_children_run_on_a_node_whose_certificate_the_parent_trusts() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(
-        err.contains(&format!("warning[W-CLU-005]: node {} is unavailable", node.addr)),
+        err.contains(&format!(
+            "warning[W-CLU-005]: node {} is unavailable",
+            node.addr
+        )),
         "{err}"
     );
 }

@@ -77,7 +77,9 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
         panic!("grants beyond the parent's were not refused");
     };
     assert!(
-        why.contains("declares capabilities.shell.allow entry 'bash', which its parent does not hold"),
+        why.contains(
+            "declares capabilities.shell.allow entry 'bash', which its parent does not hold"
+        ),
         "{why}"
     );
     let other = StartRequest {

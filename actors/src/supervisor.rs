@@ -523,7 +523,11 @@ async fn start_child(
 }
 
 /// Tell the Supervisor a child runs (to put it in the door's map).
-fn child_up(supervisor: &ActorRef<SupervisorMsg>, request: &ChildRequest, actor: ActorRef<SessionMsg>) {
+fn child_up(
+    supervisor: &ActorRef<SupervisorMsg>,
+    request: &ChildRequest,
+    actor: ActorRef<SessionMsg>,
+) {
     let _ = supervisor.send_message(SupervisorMsg::ChildUp {
         session_id: request.session_id.clone(),
         parent_session_id: request.parent_session_id.clone(),
@@ -532,7 +536,11 @@ fn child_up(supervisor: &ActorRef<SupervisorMsg>, request: &ChildRequest, actor:
 }
 
 /// What `delegate-task` answers for a child that holds its task.
-fn started(request: &ChildRequest, child: ActorRef<SessionMsg>, node: Option<String>) -> StartedChild {
+fn started(
+    request: &ChildRequest,
+    child: ActorRef<SessionMsg>,
+    node: Option<String>,
+) -> StartedChild {
     StartedChild {
         delegation_id: request.delegation_id.clone(),
         session_id: request.session_id.clone(),

@@ -334,7 +334,12 @@ pub fn find_capsule(
         .join(name.scope())
         .join(name.name())
         .join(format!("{version}-{}", &stored.sha256[..16]));
-    extract_capsule(&stored.bytes, &format!("{name}@{version}"), &stored.path.display().to_string(), &dest)?;
+    extract_capsule(
+        &stored.bytes,
+        &format!("{name}@{version}"),
+        &stored.path.display().to_string(),
+        &dest,
+    )?;
     capsule_cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())

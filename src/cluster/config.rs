@@ -57,11 +57,11 @@ mod tests {
 
     #[test]
     fn nodes_is_a_list_of_addresses() {
-        assert_eq!(
-            parse("nodes: [a:1, 'b:2']\n", "c").unwrap(),
-            ["a:1", "b:2"]
-        );
+        assert_eq!(parse("nodes: [a:1, 'b:2']\n", "c").unwrap(), ["a:1", "b:2"]);
         assert!(parse("registry: {}\n", "c").unwrap().is_empty());
-        assert!(matches!(parse("nodes: a:1\n", "c"), Err(ClusterError::Config { .. })));
+        assert!(matches!(
+            parse("nodes: a:1\n", "c"),
+            Err(ClusterError::Config { .. })
+        ));
     }
 }

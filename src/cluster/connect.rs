@@ -21,8 +21,8 @@ use tokio::sync::oneshot;
 use super::edge::{Cluster, Edge, NodeEntry};
 use super::wire::{Hello, HostMsg, HOST_GROUP, PROTOCOL_VERSION};
 use super::ClusterError;
-use tokio_rustls::TlsConnector;
 use crate::diagnostic::Diagnostic;
+use tokio_rustls::TlsConnector;
 
 /// How long a connection may take to open.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,9 +112,9 @@ async fn connect_one(
         .next()
         .ok_or("the address resolves to nothing")?;
     let node_id = open(server, waiters, (addr, &given), tls).await?;
-    let host = find_host(node_id).await.ok_or(
-        "it answers the cluster handshake but runs no mur host (is it a `mur node`?)",
-    )?;
+    let host = find_host(node_id)
+        .await
+        .ok_or("it answers the cluster handshake but runs no mur host (is it a `mur node`?)")?;
     let hello = host
         .call(
             |reply| HostMsg::Hello(String::new(), reply),
@@ -122,8 +122,9 @@ async fn connect_one(
         )
         .await;
     let hello: Hello = match hello {
-        Ok(ractor::rpc::CallResult::Success(json)) => serde_json::from_str(&json)
-            .map_err(|e| format!("its hello is not mur cluster protocol {PROTOCOL_VERSION}: {e}"))?,
+        Ok(ractor::rpc::CallResult::Success(json)) => serde_json::from_str(&json).map_err(|e| {
+            format!("its hello is not mur cluster protocol {PROTOCOL_VERSION}: {e}")
+        })?,
         _ => return Err("it did not answer hello".into()),
     };
     if hello.protocol != PROTOCOL_VERSION {
@@ -311,16 +312,19 @@ async fn dial(
     given: &str,
     tls: Option<&TlsConnector>,
 ) -> Result<(), Dial> {
-    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
-        Err(_) => {
-            return Err(Dial::Failed(format!(
-                "unreachable: no connection within {CONNECT_TIMEOUT:?}"
-            )))
-        }
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(Dial::Refused),
-        Ok(Err(e)) => return Err(Dial::Failed(format!("unreachable: {e}"))),
-        Ok(Ok(s)) => s,
-    };
+    let stream =
+        match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
+            Err(_) => {
+                return Err(Dial::Failed(format!(
+                    "unreachable: no connection within {CONNECT_TIMEOUT:?}"
+                )))
+            }
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(Dial::Refused)
+            }
+            Ok(Err(e)) => return Err(Dial::Failed(format!("unreachable: {e}"))),
+            Ok(Ok(s)) => s,
+        };
     let _ = stream.set_nodelay(true);
     let local_addr = stream
         .local_addr()
@@ -335,7 +339,9 @@ async fn dial(
             let name = super::tls::server_name(given).map_err(Dial::Failed)?;
             let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, stream))
                 .await
-                .map_err(|_| Dial::Failed(format!("no TLS handshake within {HANDSHAKE_TIMEOUT:?}")))?
+                .map_err(|_| {
+                    Dial::Failed(format!("no TLS handshake within {HANDSHAKE_TIMEOUT:?}"))
+                })?
                 .map_err(|e| Dial::Failed(format!("the TLS handshake failed: {e}")))?;
             ractor_cluster::NetworkStream::TlsClient {
                 peer_addr: addr,

@@ -18,8 +18,7 @@ pub fn load(file: Option<&Path>) -> Result<String, ClusterError> {
             path: path.display().to_string(),
             why,
         };
-        let text =
-            crate::files::read_text(path, 64 * 1024).map_err(|e| fail(e.to_string()))?;
+        let text = crate::files::read_text(path, 64 * 1024).map_err(|e| fail(e.to_string()))?;
         let cookie = text.lines().next().unwrap_or("").trim().to_string();
         if cookie.is_empty() {
             return Err(fail("it is empty".into()));

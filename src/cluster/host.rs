@@ -107,7 +107,9 @@ impl Actor for Host {
             }
             HostMsg::Cancel(session_id, reason) => {
                 if let Some(Some(h)) = state.book().live.get(&session_id) {
-                    let _ = h.supervisor.send_message(SupervisorMsg::Shutdown { reason });
+                    let _ = h
+                        .supervisor
+                        .send_message(SupervisorMsg::Shutdown { reason });
                 }
             }
         }
@@ -172,7 +174,10 @@ async fn start_child(
     artifact: Vec<u8>,
 ) -> Result<PathBuf, StartAnswer> {
     let req: StartRequest = serde_json::from_str(request).map_err(|e| {
-        StartAnswer::Refused(format!("node {}: a malformed start request: {e}", args.name))
+        StartAnswer::Refused(format!(
+            "node {}: a malformed start request: {e}",
+            args.name
+        ))
     })?;
     if req.protocol != PROTOCOL_VERSION {
         return Err(StartAnswer::Refused(format!(
@@ -293,7 +298,13 @@ async fn launch_child(
     tokio::task::spawn_blocking(move || std::fs::create_dir_all(&r))
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|e| format!("node {}: cannot create {}: {e}", args.name, records.display()))?;
+        .map_err(|e| {
+            format!(
+                "node {}: cannot create {}: {e}",
+                args.name,
+                records.display()
+            )
+        })?;
     let (sup, _) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
         .await
         .map_err(|e| format!("node {}: cannot start a supervisor: {e}", args.name))?;
@@ -305,11 +316,17 @@ async fn launch_child(
         Ok(Ok(rx)) => Ok((sup, records, rx)),
         Ok(Err(why)) => {
             sup.stop(None);
-            Err(format!("the sub-capsule '{what}' could not start on node {}: {why}", args.name))
+            Err(format!(
+                "the sub-capsule '{what}' could not start on node {}: {why}",
+                args.name
+            ))
         }
         Err(e) => {
             sup.stop(None);
-            Err(format!("node {}: the runtime did not answer: {e}", args.name))
+            Err(format!(
+                "node {}: the runtime did not answer: {e}",
+                args.name
+            ))
         }
     }
 }
@@ -331,7 +348,12 @@ async fn send_end(args: &HostArgs, req: &StartRequest, report: Option<SessionRep
         trace_error: None,
     });
     let crashed = (report.exit_status == ExitStatus::Failed)
-        .then(|| report.result.strip_prefix(CRASHED_PREFIX).map(str::to_string))
+        .then(|| {
+            report
+                .result
+                .strip_prefix(CRASHED_PREFIX)
+                .map(str::to_string)
+        })
         .flatten();
     let mut end = EndReport::of(&report, crashed);
     let path = dir.join("trace.jsonl");

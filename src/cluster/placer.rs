@@ -52,7 +52,12 @@ impl Placer {
     /// The capsule's archive, read once per name and version.
     async fn archive(&self, capsule: &str, version: &str) -> Result<Arc<Archive>, String> {
         let key = (capsule.to_string(), version.to_string());
-        if let Some(a) = self.archives.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(a) = self
+            .archives
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(a.clone());
         }
         let name = crate::manifest::ArtifactName::parse(capsule).map_err(|e| e.to_string())?;

@@ -28,7 +28,14 @@ impl Node {
     pub fn start_with(home: &Path, label: &str, cookie: &str, extra: &[&str]) -> Node {
         let dir = home.join(label);
         let mut child = mur()
-            .args(["node", "--listen", "127.0.0.1:0", "--capacity", "8", "--dir"])
+            .args([
+                "node",
+                "--listen",
+                "127.0.0.1:0",
+                "--capacity",
+                "8",
+                "--dir",
+            ])
             .arg(&dir)
             .args(extra)
             .env("MUR_CLUSTER_COOKIE", cookie)
@@ -75,4 +82,3 @@ impl Drop for Node {
         let _ = self.child.wait();
     }
 }
-
