@@ -40,19 +40,33 @@ pub struct HostArgs {
     pub book: HostBook,
 }
 
-/// One hosted child.
+/// One hosted child, from the moment its slot is reserved.
 struct Hosted {
-    /// Its own tree's Supervisor (cancel it through it).
-    supervisor: ActorRef<SupervisorMsg>,
     /// The parent's edge group (to cancel the children of a parent that is gone).
     edge_group: String,
+    /// Its own tree's Supervisor (cancel it through it), once it started.
+    supervisor: Option<ActorRef<SupervisorMsg>>,
+    /// A cancel that came while it was starting: applied as soon as it runs.
+    cancel: Option<String>,
 }
 
-/// What the host's tasks share: live children (or slots reserved for starting ones), and one
-/// resolver per capsule hash.
+impl Hosted {
+    /// Cancel it now, or as soon as it has started.
+    fn cancel(&mut self, reason: String) {
+        match &self.supervisor {
+            Some(sup) => {
+                let _ = sup.send_message(SupervisorMsg::Shutdown { reason });
+            }
+            None => self.cancel = Some(reason),
+        }
+    }
+}
+
+/// What the host's tasks share: live children (started or starting), and one resolver per
+/// capsule hash.
 #[derive(Default)]
 struct Book {
-    live: HashMap<String, Option<Hosted>>,
+    live: HashMap<String, Hosted>,
     resolvers: HashMap<String, Arc<ManifestResolver>>,
 }
 
@@ -106,10 +120,8 @@ impl Actor for Host {
                 tokio::spawn(start(args, book, request, artifact, reply));
             }
             HostMsg::Cancel(session_id, reason) => {
-                if let Some(Some(h)) = state.book().live.get(&session_id) {
-                    let _ = h
-                        .supervisor
-                        .send_message(SupervisorMsg::Shutdown { reason });
+                if let Some(h) = state.book().live.get_mut(&session_id) {
+                    h.cancel(reason);
                 }
             }
         }
@@ -125,12 +137,10 @@ pub struct HostBook(Arc<Mutex<Book>>);
 impl HostBook {
     /// Cancel every child of the parent whose edge group is `edge_group`.
     pub fn cancel_children_of(&self, edge_group: &str) {
-        let book = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        for h in book.live.values().flatten() {
+        let mut book = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for h in book.live.values_mut() {
             if h.edge_group == edge_group {
-                let _ = h.supervisor.send_message(SupervisorMsg::Shutdown {
-                    reason: "the delegating parent's node connection was lost".into(),
-                });
+                h.cancel("the delegating parent's node connection was lost".into());
             }
         }
     }
@@ -138,12 +148,7 @@ impl HostBook {
     /// The edge groups of the parents with live children here.
     pub fn parents(&self) -> Vec<String> {
         let book = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let mut groups: Vec<String> = book
-            .live
-            .values()
-            .flatten()
-            .map(|h| h.edge_group.clone())
-            .collect();
+        let mut groups: Vec<String> = book.live.values().map(|h| h.edge_group.clone()).collect();
         groups.sort();
         groups.dedup();
         groups
@@ -202,7 +207,14 @@ async fn start_child(
                 args.capacity
             )));
         }
-        b.live.insert(req.session_id.clone(), None);
+        b.live.insert(
+            req.session_id.clone(),
+            Hosted {
+                edge_group: req.edge_group.clone(),
+                supervisor: None,
+                cancel: None,
+            },
+        );
     }
     let release = |book: &Arc<Mutex<Book>>, session_id: &str| {
         book.lock()
@@ -212,13 +224,17 @@ async fn start_child(
     };
     match launch_child(args, book, &req, artifact).await {
         Ok((supervisor, records, rx)) => {
-            book.lock().unwrap_or_else(|p| p.into_inner()).live.insert(
-                req.session_id.clone(),
-                Some(Hosted {
-                    supervisor: supervisor.clone(),
-                    edge_group: req.edge_group.clone(),
-                }),
-            );
+            if let Some(h) = book
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .live
+                .get_mut(&req.session_id)
+            {
+                h.supervisor = Some(supervisor.clone());
+                if let Some(reason) = h.cancel.take() {
+                    h.cancel(reason);
+                }
+            }
             let (args, book, req, dir) = (args.clone(), book.clone(), req.clone(), records.clone());
             tokio::spawn(async move {
                 let report = rx.await.ok();
