@@ -103,6 +103,18 @@ fn children_dirs(root: &Path) -> Vec<PathBuf> {
     list(&root.join("children"))
 }
 
+/// The root's six children's folders, each holding a trace that ends with `session_end`.
+fn six_whole_child_traces(root: &Path) -> Vec<PathBuf> {
+    let kids = children_dirs(root);
+    assert_eq!(kids.len(), 6);
+    for k in &kids {
+        let t = trace(&k.join("trace.jsonl"));
+        let last = &t.last().unwrap()["event_type"];
+        assert_eq!(last, "session_end", "{}", k.display());
+    }
+    kids
+}
+
 #[test]
 fn six_children_spread_over_two_nodes_all_ok_with_their_traces_home() {
     let p = fan_out_project("echo hello from $PWD");
@@ -132,16 +144,8 @@ fn six_children_spread_over_two_nodes_all_ok_with_their_traces_home() {
     assert!(starts.iter().all(|l| l["node"].is_string()), "{starts:?}");
     // Each child's trace was written on its node and copied home, whole.
     assert_eq!(a.sessions_started() + b.sessions_started(), 6);
-    let kids = children_dirs(root);
-    assert_eq!(kids.len(), 6);
-    for k in &kids {
+    for k in &six_whole_child_traces(root) {
         let t = trace(&k.join("trace.jsonl"));
-        assert_eq!(
-            t.last().unwrap()["event_type"],
-            "session_end",
-            "{}",
-            k.display()
-        );
         assert_eq!(
             t[0]["spawned_by"],
             trace(&root.join("trace.jsonl"))[0]["session_id"]
@@ -245,17 +249,7 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
     let root = &p.sessions()[0];
     let t = trace(&root.join("trace.jsonl"));
     assert_eq!(t.last().unwrap()["event_type"], "session_end");
-    let kids = children_dirs(root);
-    assert_eq!(kids.len(), 6);
-    for k in &kids {
-        let ct = trace(&k.join("trace.jsonl"));
-        assert_eq!(
-            ct.last().unwrap()["event_type"],
-            "session_end",
-            "{}",
-            k.display()
-        );
-    }
+    six_whole_child_traces(root);
     // The nodes hold no child any more.
     drop((a, b));
 }
