@@ -15,12 +15,18 @@ use serde_json::Value;
 const COOKIE: &str = "test-cookie-3f9a";
 
 /// Wait for `cond`, failing with `what` after a bound that holds on a loaded machine.
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+fn wait_for(what: &str, cond: impl FnMut() -> bool) {
+    wait_or(what, cond, String::new);
+}
+
+/// [`wait_for`], saying `state()` too when it times out.
+fn wait_or(what: &str, mut cond: impl FnMut() -> bool, state: impl Fn() -> String) {
     let start = Instant::now();
     while !cond() {
         assert!(
             start.elapsed() < Duration::from_secs(90),
-            "timed out waiting for {what}"
+            "timed out waiting for {what}{}",
+            state()
         );
         std::thread::sleep(Duration::from_millis(25));
     }
@@ -233,7 +239,19 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
     ));
     let (a, b) = two_nodes(&p);
     let root = spawn_root(&p, &[&a, &b]);
-    wait_for("six remote commands running", || count_alive(&marker) >= 6);
+    let nodes_state = || {
+        format!(
+            ": {} commands alive; sessions on a: {}, on b: {}",
+            count_alive(&marker),
+            a.sessions_started(),
+            b.sessions_started()
+        )
+    };
+    wait_or(
+        "six remote commands running",
+        || count_alive(&marker) >= 6,
+        nodes_state,
+    );
     // SAFETY: kill only signals the child process this test started.
     unsafe { libc::kill(root.id() as i32, libc::SIGINT) };
     let out = root.wait_with_output().unwrap();
@@ -243,9 +261,11 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
         stdout(&out),
         stderr(&out)
     );
-    wait_for("no command left on either node", || {
-        count_alive(&marker) == 0
-    });
+    wait_or(
+        "no command left on either node",
+        || count_alive(&marker) == 0,
+        nodes_state,
+    );
     let root = &p.sessions()[0];
     let t = trace(&root.join("trace.jsonl"));
     assert_eq!(t.last().unwrap()["event_type"], "session_end");
