@@ -146,6 +146,7 @@ async fn run(root: SessionSpec, children: Children, max_depth: u32) -> SessionRe
         resolver: Some(Arc::new(children)),
         max_depth,
         max_children: 100_000,
+        placer: None,
     };
     // The kernel's test kit starts the tree, waits for the root's report and stops it.
     mur_actors::testkit::run(root, args).await

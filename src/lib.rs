@@ -6,6 +6,7 @@
 pub mod artifact;
 pub mod capsule;
 pub mod children;
+pub mod cluster;
 pub mod contain;
 pub mod diagnostic;
 pub mod door;

@@ -31,6 +31,11 @@ enum Command {
         after_help = "Examples:\n  mur run examples/hello --task \"Say hello\" -v\n  mur run . --task task.md --workdir .\n  echo \"Fix the failing test\" | mur run --task -"
     )]
     Run(mur::run::RunArgs),
+    /// Host sub-capsules for `mur run --nodes` parents on other machines.
+    #[command(
+        after_help = "Examples:\n  MUR_CLUSTER_COOKIE=s3cret mur node --listen 0.0.0.0:7420\n  mur node --listen 127.0.0.1:0 --cookie-file ~/.murmur/cookie --capacity 16"
+    )]
+    Node(mur::cluster::node::NodeArgs),
     /// Validate a murmur.yaml without running it and print every diagnostic.
     #[command(
         after_help = "Examples:\n  mur doctor\n  mur doctor examples/hello/murmur.yaml\n  mur doctor --strict   # exit 1 exactly when mur run would refuse\n  mur doctor --json"
@@ -187,6 +192,20 @@ fn main() -> ExitCode {
             // printed): idle threads are not waited for on the way out.
             rt.shutdown_background();
             code
+        }
+        Command::Node(args) => {
+            init_logs(0, None);
+            match tokio::runtime::Runtime::new() {
+                Ok(rt) => {
+                    let code = rt.block_on(mur::cluster::node::run(args));
+                    rt.shutdown_background();
+                    code
+                }
+                Err(e) => {
+                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
+                    1
+                }
+            }
         }
         Command::Replay(args) => {
             init_logs(0, None);

@@ -47,6 +47,9 @@ pub struct RunArgs {
     /// the records say how the run went).
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Where sub-capsules may run besides this machine.
+    #[command(flatten)]
+    pub cluster: crate::cluster::RunNodes,
 }
 
 impl RunArgs {
@@ -283,10 +286,15 @@ pub async fn run(args: RunArgs) -> i32 {
         let name = crate::manifest::ArtifactName::parse(name).map_err(|e| e.to_string())?;
         crate::artifact::find_capsule(&project, &name, version)
     }));
+    let placer = match crate::cluster::placer_for(&args.cluster, &dir, args.quiet).await {
+        Ok(p) => p,
+        Err(d) => return fail(&args, &[d]),
+    };
     let sup = SupervisorArgs {
         resolver: Some(std::sync::Arc::new(resolver)),
         max_depth: args.max_depth,
         max_children: args.max_children,
+        placer,
     };
     let records = spec.paths.records_dir.clone();
     match launch::launch(spec, &header, sup).await {

@@ -5,8 +5,9 @@ mod common;
 
 use common::*;
 
-const SUBCOMMANDS: [&str; 9] = [
+const SUBCOMMANDS: [&str; 10] = [
     "run",
+    "node",
     "doctor",
     "trace",
     "build",

@@ -422,3 +422,109 @@ turns:
     assert!(reason.contains("cannot create"), "{reason}");
     assert!(reason.contains("Not a directory"), "{reason}");
 }
+
+/// A placer for the kernel's placement hook: `acme/far` runs "elsewhere" (a do-nothing
+/// stand-in; the outcome is reported through the sink at once), `acme/full` is refused, the
+/// rest run here.
+struct FarAway;
+
+/// A stand-in that takes every message and does nothing.
+struct Idle;
+
+#[async_trait]
+impl Actor for Idle {
+    type Msg = mur_actors::session::SessionMsg;
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _myself: ractor::ActorRef<Self::Msg>,
+        _args: (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl mur_actors::placement::ChildPlacer for FarAway {
+    async fn place(&self, offer: mur_actors::placement::Offer) -> mur_actors::placement::Placed {
+        use mur_actors::placement::Placed;
+        match offer.request.capsule.as_str() {
+            "acme/far" => {
+                let (child, _) = Actor::spawn_linked(None, Idle, (), offer.parent.clone())
+                    .await
+                    .unwrap();
+                let (report, id, stop) = (offer.report, offer.request.session_id, child.clone());
+                tokio::spawn(async move {
+                    report(SessionReport {
+                        session_id: id,
+                        exit_status: ExitStatus::Ok,
+                        result: "answered far away".into(),
+                        totals: Default::default(),
+                        duration_ms: 1,
+                        trace_error: None,
+                    });
+                    stop.stop(None);
+                });
+                Placed::There {
+                    child,
+                    node: "far-node".into(),
+                }
+            }
+            "acme/full" => Placed::Refused("every node is full".into()),
+            _ => Placed::Here {
+                spec: Box::new(offer.spec),
+                report: offer.report,
+            },
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_placer_runs_a_child_elsewhere_refuses_one_and_hands_one_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "
+turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: far, version: '0.1.0', task: 'x'}}
+      - {tool: delegate-task, input: {capsule: full, version: '0.1.0', task: 'x'}}
+      - {tool: delegate-task, input: {capsule: near, version: '0.1.0', task: 'x'}}
+  - say: waiting
+  - say: 'done: {{last}}'
+";
+    let child = "turns:\n  - say: 'answered here'\n".to_string();
+    let resolver = Scripts(HashMap::from(
+        ["acme/far", "acme/full", "acme/near"]
+            .map(|c| (c.to_string(), (child.clone(), Grants::default()))),
+    ));
+    let (id, paths, records) = root_paths(dir.path());
+    let root = spec_for(
+        "parent",
+        parent,
+        spawn_grants(&["far", "full", "near"]),
+        id,
+        paths,
+        "place".into(),
+    );
+    let args = SupervisorArgs {
+        placer: Some(Arc::new(FarAway)),
+        ..SupervisorArgs::default()
+    };
+    let report = run_tree(root, resolver, args).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    let t = lines(&records.join("trace.jsonl"));
+    let starts = of_type(&t, "delegation_start");
+    let far = starts.iter().find(|l| l["capsule"] == "acme/far").unwrap();
+    assert_eq!(far["node"], "far-node");
+    let near = starts.iter().find(|l| l["capsule"] == "acme/near").unwrap();
+    assert!(near.get("node").is_none(), "{near}");
+    let ends = of_type(&t, "delegation");
+    let end = |c: &str| *ends.iter().find(|l| l["capsule"] == c).unwrap();
+    assert_eq!(end("acme/far")["outcome"], "ok");
+    assert_eq!(end("acme/far")["node"], "far-node");
+    assert_eq!(end("acme/full")["outcome"], "refused");
+    assert_eq!(end("acme/full")["reason"], "every node is full");
+    assert_eq!(end("acme/near")["outcome"], "ok");
+    assert_eq!(t.last().unwrap()["event_type"], "session_end");
+}

@@ -30,6 +30,7 @@ const DOCS: &[(&str, &str)] = &[
     ),
     ("examples/plan/README.md", "examples/plan"),
     ("examples/supervision/README.md", "examples/supervision"),
+    ("docs/cluster.md", "examples/supervision"),
     ("examples/peer-handoff/README.md", "."),
 ];
 

@@ -97,6 +97,8 @@ pub struct DelegationOutcome {
     pub child_workdir: PathBuf,
     /// The child's records folder (its trace, its result file).
     pub child_records_dir: PathBuf,
+    /// The node it ran on (`mur node`); `None` when it ran in this process.
+    pub node: Option<String>,
 }
 
 /// The text the parent's model reads for one outcome: a header line, then the fenced record.
@@ -148,8 +150,10 @@ pub struct StartedChild {
     pub workdir: PathBuf,
     /// The child's records folder.
     pub records_dir: PathBuf,
-    /// The child actor (to cancel it).
+    /// The child actor (to cancel it): the Session, or a remote child's local stand-in.
     pub child: ractor::ActorRef<crate::session::SessionMsg>,
+    /// The node it runs on; `None` in this process.
+    pub node: Option<String>,
 }
 
 /// Where one delegation is, as its parent sees it.
@@ -170,6 +174,7 @@ struct Entry {
     started: std::time::Instant,
     workdir: PathBuf,
     records_dir: PathBuf,
+    node: Option<String>,
     state: ChildState,
 }
 
@@ -191,7 +196,10 @@ impl ChildTable {
         self.by_actor
             .insert(s.child.get_id(), s.delegation_id.clone());
         let state = match self.early.remove(&s.delegation_id) {
-            Some(o) => ChildState::Settled(Box::new(o)),
+            Some(mut o) => {
+                o.node = s.node.clone();
+                ChildState::Settled(Box::new(o))
+            }
             None => ChildState::Running(s.child.clone()),
         };
         let entry = Entry {
@@ -201,6 +209,7 @@ impl ChildTable {
             started: std::time::Instant::now(),
             workdir: s.workdir.clone(),
             records_dir: s.records_dir.clone(),
+            node: s.node.clone(),
             state,
         };
         self.entries.insert(s.delegation_id.clone(), entry);
@@ -208,10 +217,11 @@ impl ChildTable {
 
     /// Record an outcome. Returns false when the delegation was already settled (a late report
     /// from a child that was ended), so the caller ignores it.
-    pub fn settle(&mut self, o: DelegationOutcome) -> bool {
+    pub fn settle(&mut self, mut o: DelegationOutcome) -> bool {
         match self.entries.get_mut(&o.delegation_id) {
             Some(e) => match e.state {
                 ChildState::Running(_) => {
+                    o.node = e.node.clone();
                     e.state = ChildState::Settled(Box::new(o));
                     true
                 }
@@ -263,6 +273,7 @@ impl ChildTable {
             totals: Totals::default(),
             child_workdir: e.workdir.clone(),
             child_records_dir: e.records_dir.clone(),
+            node: e.node.clone(),
         })
     }
 
@@ -362,6 +373,7 @@ mod tests {
             totals: Totals::default(),
             child_workdir: "/w/children/ses_c".into(),
             child_records_dir: "/w/children/ses_c".into(),
+            node: None,
         }
     }
 

@@ -5,7 +5,7 @@
 
 /// The grants that decide which runtime-provided tools exist (seed 000: the grant is the tool's
 /// existence) and what a call may do.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Grants {
     /// `capabilities.shell.allow`: binaries the capsule may run.
     pub shell_allow: Vec<String>,

@@ -21,6 +21,7 @@ pub mod grants;
 pub mod ids;
 pub mod inventory;
 pub mod model;
+pub mod placement;
 pub mod plan;
 pub mod prompt;
 pub mod protocol;

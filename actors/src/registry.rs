@@ -102,6 +102,10 @@ pub enum RegistryMsg {
 /// The process-wide registry actor.
 pub struct Registry;
 
+// Local-only: ractor's `cluster` feature (on for `mur node`) wants every message type named;
+// this one never crosses a node.
+impl ractor::Message for RegistryMsg {}
+
 #[async_trait]
 impl Actor for Registry {
     type Msg = RegistryMsg;

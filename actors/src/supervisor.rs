@@ -17,11 +17,16 @@ use crate::delegation::{
     CapsuleResolver, ChildRequest, DelegationOutcome, OutcomeStatus, StartedChild,
 };
 use crate::durable::{RecordSync, SessionRecords};
+use crate::placement::{ChildPlacer, Offer, Placed};
 use crate::registry::{Registry, RegistryMsg};
 use crate::session::{ExitStatus, Session, SessionArgs, SessionMsg, SessionReport, Totals};
 use crate::spec::SessionSpec;
 use crate::text::truncate;
 use crate::trace_writer::{TraceWriter, TraceWriterSlot};
+
+/// How a crashed root's report begins (`result`): what tells a crash from a failure to a
+/// process that hosts the session for a parent elsewhere (`mur node`).
+pub const CRASHED_PREFIX: &str = "error: the session crashed: ";
 
 /// Default for `mur run --max-depth`: how deep a delegation tree may grow.
 pub const DEFAULT_MAX_DEPTH: u32 = 8;
@@ -37,6 +42,8 @@ pub struct SupervisorArgs {
     pub max_depth: u32,
     /// Most live children per session.
     pub max_children: u32,
+    /// Offered every resolved child first (`mur run --nodes`); `None` runs every child here.
+    pub placer: Option<Arc<dyn ChildPlacer>>,
 }
 
 impl Default for SupervisorArgs {
@@ -45,6 +52,7 @@ impl Default for SupervisorArgs {
             resolver: None,
             max_depth: DEFAULT_MAX_DEPTH,
             max_children: DEFAULT_MAX_CHILDREN,
+            placer: None,
         }
     }
 }
@@ -156,6 +164,10 @@ impl SupervisorState {
         }
     }
 }
+
+// Local-only: ractor's `cluster` feature (on for `mur node`) wants every message type named;
+// this one never crosses a node.
+impl ractor::Message for SupervisorMsg {}
 
 #[ractor::async_trait]
 impl Actor for Supervisor {
@@ -283,6 +295,8 @@ impl Actor for Supervisor {
                     registry: state.registry.clone(),
                     records: state.records.clone(),
                     trace_writer: state.trace_writer.clone(),
+                    placer: state.args.placer.clone(),
+                    live_in_tree: state.parents.len().saturating_sub(1),
                 };
                 tokio::spawn(start_child(
                     myself.clone(),
@@ -336,10 +350,7 @@ impl Actor for Supervisor {
                     let mut report = SessionReport {
                         session_id: id,
                         exit_status: ExitStatus::Failed,
-                        result: format!(
-                            "error: the session crashed: {}",
-                            failure.unwrap_or_default()
-                        ),
+                        result: format!("{CRASHED_PREFIX}{}", failure.unwrap_or_default()),
                         totals: Totals::default(),
                         duration_ms: 0,
                         trace_error: None,
@@ -397,6 +408,10 @@ struct TreeShared {
     registry: ActorRef<RegistryMsg>,
     records: RecordSync,
     trace_writer: TraceWriterSlot,
+    /// Where children may run besides here.
+    placer: Option<Arc<dyn ChildPlacer>>,
+    /// The tree's other live children when this one was asked for.
+    live_in_tree: usize,
 }
 
 /// Resolve the child's spec, spawn it under its parent, and answer the delegate-task call.
@@ -444,6 +459,8 @@ async fn start_child(
             totals: r.totals,
             child_workdir: paths.workdir.clone(),
             child_records_dir: paths.records_dir.clone(),
+            // Filled from the parent's table, which knows where the child was placed.
+            node: None,
         };
         match waiter {
             Some(w) => {
@@ -455,6 +472,31 @@ async fn start_child(
         }
         let _ = sup.send_message(SupervisorMsg::Ended(Box::new(r)));
     });
+    let (spec, report) = match shared.placer.clone() {
+        None => (spec, report),
+        Some(placer) => {
+            let offer = Offer {
+                request: request.clone(),
+                spec,
+                live_in_tree: shared.live_in_tree,
+                parent: parent.get_cell(),
+                report,
+            };
+            match placer.place(offer).await {
+                Placed::Here { spec, report } => (*spec, report),
+                Placed::There { child, node } => {
+                    child_up(&supervisor, &request, child.clone());
+                    let _ = reply.send(Ok(started(&request, child, Some(node))));
+                    return;
+                }
+                Placed::Refused(text) => {
+                    gone(&supervisor);
+                    let _ = reply.send(Err(text));
+                    return;
+                }
+            }
+        }
+    };
     let args = SessionArgs {
         spec,
         report,
@@ -465,18 +507,8 @@ async fn start_child(
     };
     match Actor::spawn_linked(None, Session, args, parent.get_cell()).await {
         Ok((child, _)) => {
-            let _ = supervisor.send_message(SupervisorMsg::ChildUp {
-                session_id: request.session_id.clone(),
-                parent_session_id: request.parent_session_id.clone(),
-                actor: child.clone(),
-            });
-            let _ = reply.send(Ok(StartedChild {
-                delegation_id: request.delegation_id.clone(),
-                session_id: request.session_id.clone(),
-                workdir: request.paths.workdir.clone(),
-                records_dir: request.paths.records_dir.clone(),
-                child,
-            }));
+            child_up(&supervisor, &request, child.clone());
+            let _ = reply.send(Ok(started(&request, child, None)));
         }
         Err(e) => {
             gone(&supervisor);
@@ -487,6 +519,35 @@ async fn start_child(
                 spawn_error_text(&e)
             )));
         }
+    }
+}
+
+/// Tell the Supervisor a child runs (to put it in the door's map).
+fn child_up(
+    supervisor: &ActorRef<SupervisorMsg>,
+    request: &ChildRequest,
+    actor: ActorRef<SessionMsg>,
+) {
+    let _ = supervisor.send_message(SupervisorMsg::ChildUp {
+        session_id: request.session_id.clone(),
+        parent_session_id: request.parent_session_id.clone(),
+        actor,
+    });
+}
+
+/// What `delegate-task` answers for a child that holds its task.
+fn started(
+    request: &ChildRequest,
+    child: ActorRef<SessionMsg>,
+    node: Option<String>,
+) -> StartedChild {
+    StartedChild {
+        delegation_id: request.delegation_id.clone(),
+        session_id: request.session_id.clone(),
+        workdir: request.paths.workdir.clone(),
+        records_dir: request.paths.records_dir.clone(),
+        child,
+        node,
     }
 }
 

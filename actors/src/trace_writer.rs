@@ -64,6 +64,10 @@ impl TraceWriterSlot {
     }
 }
 
+// Local-only: ractor's `cluster` feature (on for `mur node`) wants every message type named;
+// this one never crosses a node.
+impl ractor::Message for TraceWriterMsg {}
+
 #[ractor::async_trait]
 impl Actor for TraceWriter {
     type Msg = TraceWriterMsg;

@@ -30,5 +30,8 @@ pub use decls::{pull_tool_decl, remove_tool_decl};
 pub use lock::{Lock, LockEntry, Origin, PinHash};
 pub use payload::{unpack, PackedManifest, Payload};
 pub use service::PullService;
-pub use stage::{check_declared, find_capsule, stage_declared, StagedArtifacts, StagedHook};
+pub use stage::{
+    check_declared, extract_capsule, find_capsule, stage_declared, stored_capsule, StagedArtifacts,
+    StagedHook,
+};
 pub use store::Store;

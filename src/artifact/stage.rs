@@ -327,56 +327,71 @@ pub fn find_capsule(
             return Ok(p.clone());
         }
     }
-    let home = murmur_home().map_err(|d| d.message)?;
-    let stores = [Store::project(project_dir), Store::global(&home)];
-    let mut found = None;
-    for s in &stores {
-        if let Some(hit) = s.get(name, version)? {
-            found = Some(hit);
-            break;
-        }
-    }
-    let stored = found.ok_or_else(|| {
-        format!("capsule {name}@{version} is in neither the project store nor the global store; install it with `mur install {name}@{version}`")
-    })?;
+    let stored = stored_capsule(project_dir, name, version)?;
     let dest = project_dir
         .join(".murmur")
         .join("capsules")
         .join(name.scope())
         .join(name.name())
         .join(format!("{version}-{}", &stored.sha256[..16]));
-    if !dest.join("murmur.yaml").is_file() {
-        let payload = unpack(&stored.bytes, &stored.path.display().to_string())?;
-        if !matches!(payload.manifest, PackedManifest::Capsule(_)) {
-            return Err(format!(
-                "{name}@{version} is a {} artifact, not a capsule",
-                payload.manifest.role()
-            ));
-        }
-        let parent = dest.parent().unwrap_or(project_dir);
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        let tmp = parent.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
-        payload.extract_to(&tmp).map_err(|e| {
-            format!(
-                "cannot extract {name}@{version} into {}: {e}",
-                tmp.display()
-            )
-        })?;
-        if std::fs::rename(&tmp, &dest).is_err() {
-            // Another process extracted it first: keep theirs.
-            let _ = std::fs::remove_dir_all(&tmp);
-            if !dest.join("murmur.yaml").is_file() {
-                return Err(format!(
-                    "cannot extract {name}@{version} into {}",
-                    dest.display()
-                ));
-            }
-        }
-    }
+    extract_capsule(
+        &stored.bytes,
+        &format!("{name}@{version}"),
+        &stored.path.display().to_string(),
+        &dest,
+    )?;
     capsule_cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(key, dest.clone());
     Ok(dest)
+}
+
+/// The stored `.mur.zip` of capsule artifact `name@version` (project store first, then the
+/// global one), its bytes checked against the sha256 its store records: what `mur run --nodes`
+/// sends to a node, with that hash as the pin the node checks.
+pub fn stored_capsule(
+    project_dir: &Path,
+    name: &ArtifactName,
+    version: &str,
+) -> Result<super::store::Stored, String> {
+    let home = murmur_home().map_err(|d| d.message)?;
+    let stores = [Store::project(project_dir), Store::global(&home)];
+    for s in &stores {
+        if let Some(hit) = s.get(name, version)? {
+            return Ok(hit);
+        }
+    }
+    Err(format!("capsule {name}@{version} is in neither the project store nor the global store; install it with `mur install {name}@{version}`"))
+}
+
+/// Extract capsule archive `bytes` (`what`, read from `origin`) into `dest`, unless a
+/// `murmur.yaml` is there already: through a temporary sibling and a rename, so a second
+/// process extracting the same capsule keeps the first one's folder.
+pub fn extract_capsule(bytes: &[u8], what: &str, origin: &str, dest: &Path) -> Result<(), String> {
+    if dest.join("murmur.yaml").is_file() {
+        return Ok(());
+    }
+    let payload = unpack(bytes, origin)?;
+    if !matches!(payload.manifest, PackedManifest::Capsule(_)) {
+        return Err(format!(
+            "{what} is a {} artifact, not a capsule",
+            payload.manifest.role()
+        ));
+    }
+    let parent = dest.parent().unwrap_or(dest);
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let tmp = parent.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
+    payload
+        .extract_to(&tmp)
+        .map_err(|e| format!("cannot extract {what} into {}: {e}", tmp.display()))?;
+    if std::fs::rename(&tmp, dest).is_err() {
+        // Another process extracted it first: keep theirs.
+        let _ = std::fs::remove_dir_all(&tmp);
+        if !dest.join("murmur.yaml").is_file() {
+            return Err(format!("cannot extract {what} into {}", dest.display()));
+        }
+    }
+    Ok(())
 }

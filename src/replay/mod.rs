@@ -175,6 +175,7 @@ async fn replay(args: &ReplayArgs) -> Result<i32, Diagnostic> {
         resolver: Some(Arc::new(resolver)),
         max_depth: DEFAULT_MAX_DEPTH,
         max_children: DEFAULT_MAX_CHILDREN,
+        placer: None,
     };
     let session = spec.session_id.clone();
     let header = Header {

@@ -148,6 +148,7 @@ async fn resume(args: &ResumeArgs) -> Result<i32, Diagnostic> {
         resolver: Some(Arc::new(resolver)),
         max_depth: DEFAULT_MAX_DEPTH,
         max_children: DEFAULT_MAX_CHILDREN,
+        placer: None,
     };
     let m = &loaded.manifest;
     let header = Header {

@@ -254,5 +254,6 @@ fn finished_outcome(d: &recording::Delegation) -> Option<DelegationOutcome> {
         totals: child.totals,
         child_workdir: child.workdir.clone().unwrap_or_default(),
         child_records_dir: d.child_records_dir.clone(),
+        node: None,
     })
 }

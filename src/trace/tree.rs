@@ -132,7 +132,14 @@ fn node(d: &Delegation, parent_dir: &Path, depth: usize, walk: &mut Walk) -> Nod
         return n;
     };
     if !path.is_file() {
-        n.problem = Some(format!("child trace missing: {}", path.display()));
+        // A child whose node was lost (docs/cluster.md) left a note instead of a trace.
+        let note = path
+            .parent()
+            .and_then(crate::cluster::records::incomplete_note);
+        n.problem = Some(match note {
+            Some(note) => format!("incomplete: {note}"),
+            None => format!("child trace missing: {}", path.display()),
+        });
         return n;
     }
     if let Err(note) = walk.visit(&path) {

@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+pub mod node;
+
 /// The built `mur` binary.
 pub fn mur() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mur"))

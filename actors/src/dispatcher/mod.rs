@@ -433,6 +433,10 @@ fn ran(source: &str, data: &Value, note: Option<&str>) -> CallResult {
     }
 }
 
+// Local-only: ractor's `cluster` feature (on for `mur node`) wants every message type named;
+// this one never crosses a node.
+impl ractor::Message for DispatcherMsg {}
+
 #[ractor::async_trait]
 impl Actor for Dispatcher {
     type Msg = DispatcherMsg;

@@ -55,6 +55,7 @@ impl PlanSteps {
                 outcome,
                 reason,
                 usage: None,
+                node: None,
             },
         ));
     }
@@ -144,6 +145,7 @@ impl StepRunner for PlanSteps {
                 child_session_id: &started.session_id,
                 child_workdir: &started.workdir,
                 child_records_dir: &started.records_dir,
+                node: started.node.as_deref(),
             },
         ));
         let ids = (

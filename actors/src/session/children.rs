@@ -27,6 +27,7 @@ impl SessionState {
                     o.totals.output_tokens,
                     o.totals.turns,
                 )),
+                node: o.node.as_deref(),
             },
         ));
     }

@@ -457,6 +457,10 @@ pub fn cache_key(name: &str, version: &str) -> String {
     head
 }
 
+// Local-only: ractor's `cluster` feature (on for `mur node`) wants every message type named;
+// this one never crosses a node.
+impl ractor::Message for SessionMsg {}
+
 #[ractor::async_trait]
 impl Actor for Session {
     type Msg = SessionMsg;

@@ -434,6 +434,7 @@ impl SessionState {
                         child_session_id: &started.session_id,
                         child_workdir: &started.workdir,
                         child_records_dir: &started.records_dir,
+                        node: started.node.as_deref(),
                     },
                 ));
                 self.children.started(&started, &capsule, &version);
@@ -462,6 +463,7 @@ impl SessionState {
                     outcome: "refused",
                     reason: Some(&reason),
                     usage: None,
+                    node: None,
                 },
             )),
             // A tools change was taken (and recorded) before the tool_call line, above.

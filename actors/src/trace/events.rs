@@ -175,11 +175,13 @@ pub struct DelegationStart<'a> {
     pub child_workdir: &'a Path,
     /// The child's records folder.
     pub child_records_dir: &'a Path,
+    /// The node it runs on (`mur node`); `None`, and no `node` key, in this process.
+    pub node: Option<&'a str>,
 }
 
 /// `delegation_start`, hanging off the parent's `session_start`.
 pub fn delegation_start(session_event: &str, d: &DelegationStart<'_>) -> TraceEvent {
-    TraceEvent::new(EventType::DelegationStart, Some(session_event))
+    let line = TraceEvent::new(EventType::DelegationStart, Some(session_event))
         .with("delegation_id", d.delegation_id)
         .with("capsule", d.capsule)
         .with("version", d.version)
@@ -188,7 +190,16 @@ pub fn delegation_start(session_event: &str, d: &DelegationStart<'_>) -> TraceEv
         .with(
             "child_records_dir",
             d.child_records_dir.display().to_string(),
-        )
+        );
+    with_node(line, d.node)
+}
+
+/// `line` with the `node` a remote child ran on; unchanged for a child of this process.
+fn with_node(line: TraceEvent, node: Option<&str>) -> TraceEvent {
+    match node {
+        Some(n) => line.with("node", n),
+        None => line,
+    }
 }
 
 /// The facts of a delegation's end, for its `delegation` line.
@@ -210,6 +221,8 @@ pub struct DelegationEnd<'a> {
     /// The child's usage `(input_tokens, output_tokens, turns)`, when it ran as a session's
     /// delegation; a refusal and a plan step's line carry none.
     pub usage: Option<(u64, u64, u32)>,
+    /// The node it ran on; `None`, and no `node` key, in this process.
+    pub node: Option<&'a str>,
 }
 
 /// `delegation`, hanging off the parent's `session_start`.
@@ -222,6 +235,7 @@ pub fn delegation(session_event: &str, d: &DelegationEnd<'_>) -> TraceEvent {
         .with("duration_ms", d.duration_ms)
         .with("outcome", d.outcome)
         .with("reason", d.reason);
+    let line = with_node(line, d.node);
     match d.usage {
         Some((input_tokens, output_tokens, turns)) => line.with(
             "usage",
@@ -729,6 +743,7 @@ mod tests {
                 outcome: "refused",
                 reason: Some("no"),
                 usage: None,
+                node: None,
             },
         );
         let keys: Vec<String> = refused.fields().keys().cloned().collect();
@@ -755,10 +770,12 @@ mod tests {
                 outcome: "ok",
                 reason: None,
                 usage: Some((1, 2, 3)),
+                node: Some("n1"),
             },
         );
         let keys: Vec<String> = ok.fields().keys().cloned().collect();
         assert_eq!(keys.last().map(String::as_str), Some("usage"));
+        assert_eq!(ok.field("node"), Some(json!("n1")));
         assert_eq!(
             ok.field("usage"),
             Some(json!({"input_tokens": 1, "output_tokens": 2, "turns": 3}))
