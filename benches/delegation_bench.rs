@@ -115,11 +115,16 @@ struct Children {
 
 #[async_trait]
 impl CapsuleResolver for Children {
-    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
-        let (driver, grants) = self
-            .drivers
-            .get(&r.capsule)
-            .ok_or_else(|| format!("no capsule {}", r.capsule))?;
+    async fn resolve(
+        &self,
+        r: &ChildRequest,
+    ) -> Result<SessionSpec, mur_actors::delegation::DelegationError> {
+        let (driver, grants) = self.drivers.get(&r.capsule).ok_or_else(|| {
+            mur_actors::delegation::DelegationError::new(
+                mur_actors::delegation::DelegationErrorKind::NotResolved,
+                format!("no capsule {}", r.capsule),
+            )
+        })?;
         let mut s = spec(
             provided::bare(&r.capsule),
             driver.clone(),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mur_actors::delegation::{CapsuleResolver, ChildRequest};
+use mur_actors::delegation::{CapsuleResolver, ChildRequest, DelegationError, DelegationErrorKind};
 use mur_actors::model::ModelDriver;
 use mur_actors::spec::{Grants, SessionSpec, SpawnedBy};
 
@@ -173,15 +173,19 @@ pub fn exceeds(child: &Grants, parent: &Grants) -> Option<String> {
 
 #[async_trait]
 impl CapsuleResolver for ManifestResolver {
-    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
-        let entry = self.load(&r.capsule, &r.version)?;
+    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, DelegationError> {
+        let entry = self
+            .load(&r.capsule, &r.version)
+            .map_err(|why| DelegationError::new(DelegationErrorKind::NotResolved, why))?;
         let (loaded, driver) = (&entry.manifest, entry.driver.clone());
         let child_grants = capsule::grants(&loaded.manifest);
         if let Some(what) = exceeds(&child_grants, &r.parent_grants) {
-            return Err(format!(
+            return Err(DelegationError::new(
+                DelegationErrorKind::ExceedsGrants,
+                format!(
                 "delegation refused: the sub-capsule '{}@{}' declares {what}, which its parent does not hold; a sub-capsule's grants never exceed its parent's",
                 r.capsule, r.version
-            ));
+            )));
         }
         let place = Placement {
             session_id: r.session_id.clone(),
@@ -203,9 +207,12 @@ impl CapsuleResolver for ManifestResolver {
         capsule::session_spec_with(loaded, driver, r.task.clone(), place)
             .map(|(spec, _warnings)| spec)
             .map_err(|d| {
-                format!(
-                    "the sub-capsule '{}@{}' cannot run: {}",
-                    r.capsule, r.version, d.message
+                DelegationError::new(
+                    DelegationErrorKind::NotResolved,
+                    format!(
+                        "the sub-capsule '{}@{}' cannot run: {}",
+                        r.capsule, r.version, d.message
+                    ),
                 )
             })
     }

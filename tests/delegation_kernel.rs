@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mur::drivers::script::ScriptDriver;
-use mur_actors::delegation::{CapsuleResolver, ChildRequest};
+use mur_actors::delegation::{CapsuleResolver, ChildRequest, DelegationError, DelegationErrorKind};
 use mur_actors::provided;
 use mur_actors::session::{ExitStatus, SessionReport};
 use mur_actors::spec::{Grants, SessionPaths, SessionSpec, SpawnedBy};
@@ -53,11 +53,13 @@ struct Scripts(HashMap<String, (String, Grants)>);
 
 #[async_trait]
 impl CapsuleResolver for Scripts {
-    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
-        let (script, grants) = self
-            .0
-            .get(&r.capsule)
-            .ok_or_else(|| format!("capsule '{}@{}' is not in any store", r.capsule, r.version))?;
+    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, DelegationError> {
+        let (script, grants) = self.0.get(&r.capsule).ok_or_else(|| {
+            DelegationError::new(
+                DelegationErrorKind::NotResolved,
+                format!("capsule '{}@{}' is not in any store", r.capsule, r.version),
+            )
+        })?;
         let name = provided::bare(&r.capsule);
         let mut spec = spec_for(
             name,

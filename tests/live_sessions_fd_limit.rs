@@ -46,7 +46,10 @@ struct Waiters(Arc<ScriptDriver>);
 
 #[async_trait]
 impl CapsuleResolver for Waiters {
-    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
+    async fn resolve(
+        &self,
+        r: &ChildRequest,
+    ) -> Result<SessionSpec, mur_actors::delegation::DelegationError> {
         let mut s = SessionSpec::new(
             r.session_id.clone(),
             provided::bare(&r.capsule),

@@ -40,12 +40,80 @@ pub struct ChildRequest {
 }
 
 /// Turns a capsule name and version into a runnable child spec (reading stores, checking that
-/// the child's grants stay within the parent's). `Err` is the refusal sentence.
+/// the child's grants stay within the parent's). `Err` is the refusal.
 #[async_trait]
 pub trait CapsuleResolver: Send + Sync {
     /// Build the child's spec.
-    async fn resolve(&self, request: &ChildRequest) -> Result<SessionSpec, String>;
+    async fn resolve(&self, request: &ChildRequest) -> Result<SessionSpec, DelegationError>;
 }
+
+/// Why a `delegate-task` (or a plan's capsule step) started no child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DelegationErrorKind {
+    /// This process cannot delegate (no Supervisor or no resolver).
+    Unavailable,
+    /// The call's input is not what `delegate-task` takes.
+    BadInput,
+    /// The capsule is not in `capabilities.spawn.allow`.
+    NotGranted,
+    /// A bound of the tree (`--max-depth`, `--max-children`) is reached.
+    Bounds,
+    /// The capsule cannot be found, read or run.
+    NotResolved,
+    /// The child declares grants its parent does not hold.
+    ExceedsGrants,
+    /// The place it was sent to refused it (a node).
+    Refused,
+    /// It was resolved, but its session could not start.
+    CannotStart,
+    /// The Supervisor did not answer.
+    NoAnswer,
+}
+
+impl DelegationErrorKind {
+    /// The code, for logs and tests.
+    pub fn code(self) -> &'static str {
+        match self {
+            DelegationErrorKind::Unavailable => "unavailable",
+            DelegationErrorKind::BadInput => "bad_input",
+            DelegationErrorKind::NotGranted => "not_granted",
+            DelegationErrorKind::Bounds => "bounds",
+            DelegationErrorKind::NotResolved => "not_resolved",
+            DelegationErrorKind::ExceedsGrants => "exceeds_grants",
+            DelegationErrorKind::Refused => "refused",
+            DelegationErrorKind::CannotStart => "cannot_start",
+            DelegationErrorKind::NoAnswer => "no_answer",
+        }
+    }
+}
+
+/// A delegation that started no child: its class and the sentence the model and the
+/// `delegation` line's `reason` read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelegationError {
+    /// The class.
+    pub kind: DelegationErrorKind,
+    /// The sentence.
+    pub message: String,
+}
+
+impl DelegationError {
+    /// A refusal of `kind`.
+    pub fn new(kind: DelegationErrorKind, message: impl Into<String>) -> Self {
+        DelegationError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for DelegationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DelegationError {}
 
 /// How a delegation ended, as the parent's model and trace see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

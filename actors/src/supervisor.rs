@@ -14,7 +14,8 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 use tokio::sync::oneshot;
 
 use crate::delegation::{
-    CapsuleResolver, ChildRequest, DelegationOutcome, OutcomeStatus, StartedChild,
+    CapsuleResolver, ChildRequest, DelegationError, DelegationErrorKind, DelegationOutcome,
+    OutcomeStatus, StartedChild,
 };
 use crate::durable::{RecordSync, SessionRecords};
 use crate::placement::{ChildPlacer, Offer, Placed};
@@ -99,7 +100,7 @@ pub enum SupervisorMsg {
         /// Where the outcome goes instead, when a plan step waits for it.
         waiter: Option<oneshot::Sender<DelegationOutcome>>,
         /// Answers once the child holds its task, or with the refusal sentence.
-        reply: RpcReplyPort<Result<StartedChild, String>>,
+        reply: RpcReplyPort<Result<StartedChild, DelegationError>>,
     },
     /// A child started (sent by the spawning task, to update the maps).
     ChildUp {
@@ -271,15 +272,15 @@ impl Actor for Supervisor {
                 waiter,
                 reply,
             } => {
-                let refusal = check_bounds(state, &request);
-                if let Some(text) = refusal {
-                    let _ = reply.send(Err(text));
+                if let Some(refusal) = check_bounds(state, &request) {
+                    let _ = reply.send(Err(refusal));
                     return Ok(());
                 }
                 let Some(resolver) = state.args.resolver.clone() else {
-                    let _ = reply.send(Err(
-                        "delegation is not available in this process: no capsule resolver".into(),
-                    ));
+                    let _ = reply.send(Err(DelegationError::new(
+                        DelegationErrorKind::Unavailable,
+                        "delegation is not available in this process: no capsule resolver",
+                    )));
                     return Ok(());
                 };
                 *state
@@ -387,16 +388,17 @@ impl Actor for Supervisor {
     }
 }
 
-fn check_bounds(state: &SupervisorState, r: &ChildRequest) -> Option<String> {
+fn check_bounds(state: &SupervisorState, r: &ChildRequest) -> Option<DelegationError> {
+    let bounds = |why: String| Some(DelegationError::new(DelegationErrorKind::Bounds, why));
     if r.depth > state.args.max_depth {
-        return Some(format!(
+        return bounds(format!(
             "delegation refused: '{}' would run at depth {} of the delegation tree, and mur run --max-depth allows {}; raise --max-depth or delegate from a shallower capsule",
             r.capsule, r.depth, state.args.max_depth
         ));
     }
     let live = state.live.get(&r.parent_session_id).copied().unwrap_or(0);
     if live >= state.args.max_children {
-        return Some(format!(
+        return bounds(format!(
             "delegation refused: this session already has {live} live sub-capsules, the most mur run --max-children allows; wait for an outcome or raise --max-children"
         ));
     }
@@ -422,7 +424,7 @@ async fn start_child(
     request: ChildRequest,
     parent: ActorRef<SessionMsg>,
     waiter: Option<oneshot::Sender<DelegationOutcome>>,
-    reply: RpcReplyPort<Result<StartedChild, String>>,
+    reply: RpcReplyPort<Result<StartedChild, DelegationError>>,
 ) {
     let gone = |sup: &ActorRef<SupervisorMsg>| {
         let _ = sup.send_message(SupervisorMsg::ChildGone {
@@ -491,7 +493,10 @@ async fn start_child(
                 }
                 Placed::Refused(text) => {
                     gone(&supervisor);
-                    let _ = reply.send(Err(text));
+                    let _ = reply.send(Err(DelegationError::new(
+                        DelegationErrorKind::Refused,
+                        text,
+                    )));
                     return;
                 }
             }
@@ -512,11 +517,14 @@ async fn start_child(
         }
         Err(e) => {
             gone(&supervisor);
-            let _ = reply.send(Err(format!(
-                "the sub-capsule '{}@{}' could not start: {}",
-                request.capsule,
-                request.version,
-                spawn_error_text(&e)
+            let _ = reply.send(Err(DelegationError::new(
+                DelegationErrorKind::CannotStart,
+                format!(
+                    "the sub-capsule '{}@{}' could not start: {}",
+                    request.capsule,
+                    request.version,
+                    spawn_error_text(&e)
+                ),
             )));
         }
     }

@@ -367,11 +367,16 @@ impl ChildModels {
 
 #[async_trait]
 impl crate::delegation::CapsuleResolver for ChildModels {
-    async fn resolve(&self, r: &crate::delegation::ChildRequest) -> Result<SessionSpec, String> {
-        let model = self
-            .models
-            .get(&r.capsule)
-            .ok_or_else(|| format!("capsule '{}@{}' is not in any store", r.capsule, r.version))?;
+    async fn resolve(
+        &self,
+        r: &crate::delegation::ChildRequest,
+    ) -> Result<SessionSpec, crate::delegation::DelegationError> {
+        let model = self.models.get(&r.capsule).ok_or_else(|| {
+            crate::delegation::DelegationError::new(
+                crate::delegation::DelegationErrorKind::NotResolved,
+                format!("capsule '{}@{}' is not in any store", r.capsule, r.version),
+            )
+        })?;
         let mut spec = SessionSpec::new(
             r.session_id.clone(),
             crate::provided::bare(&r.capsule),

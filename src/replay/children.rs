@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mur_actors::delegation::{CapsuleResolver, ChildRequest};
+use mur_actors::delegation::{CapsuleResolver, ChildRequest, DelegationError, DelegationErrorKind};
 use mur_actors::spec::SessionSpec;
 
 use super::driver::{Places, ReplayDriver, ReplayLog};
@@ -92,8 +92,10 @@ impl ReplayResolver {
 
 #[async_trait]
 impl CapsuleResolver for ReplayResolver {
-    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, String> {
-        let child = self.recorded_child(r)?;
+    async fn resolve(&self, r: &ChildRequest) -> Result<SessionSpec, DelegationError> {
+        let child = self
+            .recorded_child(r)
+            .map_err(|why| DelegationError::new(DelegationErrorKind::NotResolved, why))?;
         let mut spec = self.inner.resolve(r).await?;
         let driver = ReplayDriver::new(child.clone(), self.log.clone());
         driver.bind(

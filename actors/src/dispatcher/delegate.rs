@@ -4,7 +4,9 @@ use ractor::ActorRef;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::delegation::{ChildRequest, DelegationOutcome, StartedChild};
+use crate::delegation::{
+    ChildRequest, DelegationError, DelegationErrorKind, DelegationOutcome, StartedChild,
+};
 use crate::fence;
 use crate::ids;
 use crate::protocol::{CallResult, Effect};
@@ -54,9 +56,12 @@ impl DelegateCtx {
         version: &str,
         task: &str,
         waiter: Option<oneshot::Sender<DelegationOutcome>>,
-    ) -> Result<StartedChild, String> {
+    ) -> Result<StartedChild, DelegationError> {
         let Some(supervisor) = &self.supervisor else {
-            return Err("delegation is not available in this process".into());
+            return Err(DelegationError::new(
+                DelegationErrorKind::Unavailable,
+                "delegation is not available in this process",
+            ));
         };
         let session_id = ids::session_id();
         let records = self.records_dir.join("children").join(&session_id);
@@ -84,7 +89,10 @@ impl DelegateCtx {
         });
         match answer {
             Ok(r) => r,
-            Err(e) => Err(format!("the runtime did not answer: {e}")),
+            Err(e) => Err(DelegationError::new(
+                DelegationErrorKind::NoAnswer,
+                format!("the runtime did not answer: {e}"),
+            )),
         }
     }
 
@@ -103,10 +111,13 @@ impl DelegateCtx {
     }
 }
 
-fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
+fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, DelegationError> {
     match input.get(key).and_then(Value::as_str) {
         Some(s) if !s.trim().is_empty() => Ok(s),
-        _ => Err(format!("'delegate-task' requires a non-empty '{key}'")),
+        _ => Err(DelegationError::new(
+            DelegationErrorKind::BadInput,
+            format!("'delegate-task' requires a non-empty '{key}'"),
+        )),
     }
 }
 
@@ -114,21 +125,24 @@ fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
 pub(super) async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, Option<Effect>) {
     let asked_capsule = input.get("capsule").and_then(Value::as_str).unwrap_or("");
     let asked_version = input.get("version").and_then(Value::as_str).unwrap_or("");
-    let refused = |reason: String, capsule: String| {
+    let refused = |refusal: DelegationError, capsule: String| {
         (
             CallResult::Refused {
-                text: reason.clone(),
+                text: refusal.message.clone(),
             },
             Some(Effect::DelegationRefused {
                 capsule,
                 version: asked_version.to_string(),
-                reason,
+                reason: refusal.message,
             }),
         )
     };
     if !input.is_object() {
         return refused(
-            "'delegate-task' expects a JSON object as its input".into(),
+            DelegationError::new(
+                DelegationErrorKind::BadInput,
+                "'delegate-task' expects a JSON object as its input",
+            ),
             asked_capsule.into(),
         );
     }
@@ -145,9 +159,12 @@ pub(super) async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, O
     };
     let Some(full) = ctx.full_name(capsule).map(str::to_string) else {
         return refused(
-            format!(
+            DelegationError::new(
+                DelegationErrorKind::NotGranted,
+                format!(
                 "'{capsule}' is not in capabilities.spawn.allow; this capsule may delegate to: {}",
                 ctx.bare_names().join(", ")
+            ),
             ),
             capsule.into(),
         );

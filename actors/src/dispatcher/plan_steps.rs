@@ -131,7 +131,8 @@ impl StepRunner for PlanSteps {
         let started_at = std::time::Instant::now();
         let started = match self.delegation.start(&full, version, task, Some(tx)).await {
             Ok(s) => s,
-            Err(reason) => {
+            Err(refusal) => {
+                let reason = refusal.message;
                 self.delegation_line(&full, version, (None, None), 0, "refused", Some(&reason));
                 return StepOutcome::Failed { error: reason };
             }
