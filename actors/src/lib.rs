@@ -36,3 +36,4 @@ pub mod text;
 pub mod tool;
 pub mod trace;
 pub mod trace_writer;
+pub mod workers;
