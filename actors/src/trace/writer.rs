@@ -203,15 +203,25 @@ fn send(job: Job) {
     let _ = queue.send(job);
 }
 
-/// Create (or open for appending) a trace file and its folder.
+/// Create (or open for appending) a trace file, and its folder if that is missing. The folder
+/// is usually there already (the session's setup job made it): trying the file first saves a
+/// failing `mkdir` and a `stat` per session.
 fn open_trace(path: &Path) -> std::io::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            open()
+        }
+        opened => opened,
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
 }
 
 /// On the trace thread: do one job.
@@ -407,7 +417,9 @@ impl TraceLog {
             return;
         }
         event.write_line(&self.inner.session_id, &mut state.buffer);
-        if !state.queued {
+        // Until the file exists its lines wait here: whoever creates it queues them (its
+        // setup job, or a sync barrier), so the trace thread is not woken for nothing.
+        if !state.queued && state.created {
             state.queued = true;
             drop(state);
             send(Job::Write(self.inner.clone()));
