@@ -9,7 +9,9 @@
 //! only when a thread is asleep waiting for work.
 //!
 //! Threads start as work arrives, up to the pool's bound, and are never stopped: a pool a run
-//! never uses costs nothing.
+//! never uses costs nothing. They run at batch priority ([`batch_priority`]), as the trace thread
+//! does: creating a child's files must not preempt the runtime thread that is starting the next
+//! child.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -66,7 +68,10 @@ impl Workers {
         if q.threads < self.max {
             let spawned = std::thread::Builder::new()
                 .name(self.name.into())
-                .spawn(move || self.work());
+                .spawn(move || {
+                    batch_priority();
+                    self.work()
+                });
             match spawned {
                 Ok(_) => q.threads += 1,
                 Err(e) if q.threads == 0 => {
@@ -95,6 +100,18 @@ impl Workers {
             };
             task();
         }
+    }
+}
+
+/// Background work (writing traces, creating session files, flushing) must not preempt a
+/// runtime thread when its thread wakes up (on two cores that costs a turn milliseconds).
+/// `SCHED_BATCH` says so to Linux, for the calling thread; failing to set it is harmless.
+pub fn batch_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_setscheduler only reads the struct we pass; pid 0 is the calling thread.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        let _ = libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
     }
 }
 

@@ -171,7 +171,7 @@ fn trace_thread() -> &'static Mutex<mpsc::Sender<Job>> {
         let spawned = std::thread::Builder::new()
             .name("mur-trace".into())
             .spawn(move || {
-                batch_priority();
+                crate::workers::batch_priority();
                 let mut clock = Clock::new();
                 for job in rx {
                     run(job, &mut clock);
@@ -183,18 +183,6 @@ fn trace_thread() -> &'static Mutex<mpsc::Sender<Job>> {
         }
         Mutex::new(tx)
     })
-}
-
-/// Writing traces is background work: the trace thread must not preempt a runtime thread when
-/// it wakes up (on two cores that costs a turn milliseconds). `SCHED_BATCH` says so to Linux;
-/// failing to set it is harmless.
-fn batch_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_setscheduler only reads the struct we pass; pid 0 is the calling thread.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        let _ = libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-    }
 }
 
 fn send(job: Job) {
