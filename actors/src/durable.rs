@@ -324,13 +324,13 @@ struct Listed {
 }
 
 /// The process's flush workers, started as work arrives, at most [`WORKERS`].
-static POOL: Workers = Workers::new("mur-sync", WORKERS);
+static POOL: Workers<1> = Workers::new("mur-sync", [WORKERS]);
 
 /// Queue `job` for the flush workers; with no worker at all the flush cannot run: say so
 /// rather than hang.
 fn push(job: Job) {
     let tree = job.tree.clone();
-    if let Err(e) = POOL.push(Box::new(move || run(job))) {
+    if let Err(e) = POOL.push(0, Box::new(move || run(job))) {
         let error = RecordError::Stopped {
             what: "the flush worker",
             cause: format!("it could not start: {e}"),

@@ -5,10 +5,10 @@
 //! (every session sharing that thread would wait). Nor does it get a thread per job: when
 //! thousands of children start at once, hundreds of threads creating entries in the same
 //! `children/` folder spend their time on that folder's lock, on the allocator and on context
-//! switches, not on the disk. So each lane is a queue served by at most [`PER_LANE`] threads of
-//! its own ([`crate::workers`]): under a backlog a thread goes from one job to the next without
-//! sleeping, where tokio's blocking pool (with a semaphore bounding it) paid a thread wake-up
-//! and a task wake-up per job.
+//! switches, not on the disk. So each lane is a queue that runs at most [`PER_LANE`] jobs at
+//! once, on threads the two lanes share ([`crate::workers`]; a one-session run needs one): under
+//! a backlog a thread goes from one job to the next without sleeping, where tokio's blocking
+//! pool (with a semaphore bounding it) paid a thread wake-up and a task wake-up per job.
 //!
 //! Two lanes, so that a session that is finishing (and will free its memory) never queues
 //! behind thousands of sessions that are starting: [`Lane::Begin`] for a session's folder,
@@ -24,13 +24,14 @@ use tokio::sync::oneshot;
 /// How many jobs of one lane run at once in the whole process.
 pub const PER_LANE: usize = 2;
 
-static BEGIN: Workers = Workers::new("mur-begin", PER_LANE);
-static END: Workers = Workers::new("mur-end", PER_LANE);
+/// Both lanes' threads: `End` is lane 0, served first by a free thread, `Begin` lane 1.
+static FILES: Workers<2> = Workers::new("mur-files", [PER_LANE, PER_LANE]);
 
 /// Which queue a file job waits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
-    /// A session setting up: its folders, staged files and trace file.
+    /// A session setting up: its folders, staged files and trace file (and the start-up sweep
+    /// of what a killed `mur` left, [`detach`]ed).
     Begin,
     /// A session finishing: its result file.
     End,
@@ -43,10 +44,6 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    let workers = match lane {
-        Lane::Begin => &BEGIN,
-        Lane::End => &END,
-    };
     let stopped = |cause: String| RecordError::Stopped {
         what: "a file job",
         cause,
@@ -56,13 +53,26 @@ where
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
         let _ = tx.send(ran.map_err(|panic| panic_text(&*panic)));
     });
-    workers
-        .push(task)
+    FILES
+        .push(index(lane), task)
         .map_err(|e| stopped(format!("no thread could start for it: {e}")))?;
     match rx.await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(panic)) => Err(stopped(format!("it panicked: {panic}"))),
         Err(_) => Err(stopped("it ended without an answer".into())),
+    }
+}
+
+/// Run `job` on `lane`'s threads and wait for nothing: work no one needs the answer of (a
+/// clean-up). Nothing happens if the lane could not start a thread.
+pub fn detach(lane: Lane, job: impl FnOnce() + Send + 'static) {
+    let _ = FILES.push(index(lane), Box::new(job));
+}
+
+fn index(lane: Lane) -> usize {
+    match lane {
+        Lane::End => 0,
+        Lane::Begin => 1,
     }
 }
 
