@@ -174,10 +174,10 @@ mod tests {
             POOL.push(
                 0,
                 Box::new(move || {
-                started.fetch_add(1, Ordering::SeqCst);
-                let _ = hold.lock().unwrap().recv();
-                done_tx.send(()).unwrap();
-            }),
+                    started.fetch_add(1, Ordering::SeqCst);
+                    let _ = hold.lock().unwrap().recv();
+                    done_tx.send(()).unwrap();
+                }),
             )
             .unwrap();
         }
@@ -211,7 +211,8 @@ mod tests {
         }
         // A lane-0 job still runs, on the second thread, while lane 1 is held.
         let (done_tx, done) = mpsc::channel();
-        POOL.push(0, Box::new(move || done_tx.send(()).unwrap())).unwrap();
+        POOL.push(0, Box::new(move || done_tx.send(()).unwrap()))
+            .unwrap();
         done.recv().unwrap();
         assert_eq!(POOL.lock().jobs[1].len(), 3);
         release.send(()).unwrap();
