@@ -472,40 +472,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn records_in_memory_are_not_flushed() {
+    async fn records_in_memory_are_not_flushed_and_their_siblings_not_even_queued() {
         let shm = Path::new("/dev/shm");
         if !shm.is_dir() || !in_memory(shm) {
             return;
         }
         let tmp = tempfile::tempdir_in(shm).unwrap();
-        let dir = tmp.path().join("children/ses_1");
-        let made = create_dirs(&dir).unwrap();
-        std::fs::write(dir.join("trace.jsonl"), "{}\n").unwrap();
         let sync = RecordSync::new();
-        sync.submit(SessionRecords::new(dir, &made));
-        assert_eq!(sync.settle().await, Ok(()));
+        for (i, name) in ["children/ses_1", "children/ses_2"].iter().enumerate() {
+            let dir = tmp.path().join(name);
+            let made = create_dirs(&dir).unwrap();
+            std::fs::write(dir.join("trace.jsonl"), "{}\n").unwrap();
+            sync.submit(SessionRecords::new(dir, &made));
+            if i == 1 {
+                // Its folder is made in one already found in memory: no worker is asked.
+                assert_eq!(sync.inner.lock().outstanding, 0);
+            }
+            assert_eq!(sync.settle().await, Ok(()));
+        }
         assert_eq!(observed_under(tmp.path()), Vec::<PathBuf>::new());
-        assert!(!in_memory(on_disk().path()));
-    }
-
-    #[tokio::test]
-    async fn a_sibling_of_records_found_in_memory_is_not_queued() {
-        let shm = Path::new("/dev/shm");
-        if !shm.is_dir() || !in_memory(shm) {
-            return;
-        }
-        let tmp = tempfile::tempdir_in(shm).unwrap();
-        let first = tmp.path().join("children/ses_1");
-        let made = create_dirs(&first).unwrap();
-        let sync = RecordSync::new();
-        sync.submit(SessionRecords::new(first, &made));
-        assert_eq!(sync.settle().await, Ok(()));
-        let second = tmp.path().join("children/ses_2");
-        let made = create_dirs(&second).unwrap();
-        sync.submit(SessionRecords::new(second, &made));
-        // Known to be in memory at once: nothing was queued for a worker.
-        assert_eq!(sync.inner.lock().outstanding, 0);
-        assert_eq!(sync.settle().await, Ok(()));
         // A folder on a disk is still listed and flushed.
         let disk = on_disk();
         let dir = disk.path().join("ses_3");
