@@ -116,7 +116,9 @@ impl<const N: usize> Workers<N> {
             match self.next(&mut q) {
                 Some((lane, task)) => {
                     drop(q);
-                    task();
+                    // A job that panics loses only itself: the thread, and its lane's place,
+                    // carry on (the panic hook has printed it).
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
                     q = self.lock();
                     q.running[lane] -= 1;
                 }
@@ -216,5 +218,18 @@ mod tests {
         done.recv().unwrap();
         assert_eq!(POOL.lock().jobs[1].len(), 3);
         release.send(()).unwrap();
+    }
+
+    #[test]
+    fn a_job_that_panics_leaves_the_thread_and_its_lane_working() {
+        static POOL: Workers<1> = Workers::new("mur-test-workers", [1]);
+        POOL.push(0, Box::new(|| panic!("a job's bug"))).unwrap();
+        let (tx, rx) = mpsc::channel();
+        POOL.push(0, Box::new(move || tx.send(()).unwrap()))
+            .unwrap();
+        // Without the fix the only thread is gone and this would wait forever: fail instead.
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the job after the panic ran");
+        assert_eq!(POOL.lock().threads, 1);
     }
 }
