@@ -271,7 +271,10 @@ pub async fn run(args: RunArgs) -> i32 {
         Err(d) => return fail(&args, &[d]),
     };
     // Cleanup of what a killed `mur` left: off the start's path, nothing waits for it.
-    tokio::task::spawn_blocking(crate::contain::sweep_stale_scratch);
+    mur_actors::file_lane::detach(
+        mur_actors::file_lane::Lane::Begin,
+        crate::contain::sweep_stale_scratch,
+    );
     let m = &loaded.manifest;
     let header = Header {
         verbose: args.verbose > 0,

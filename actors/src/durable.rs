@@ -28,7 +28,9 @@ use crate::record_error::RecordError;
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::workers::Workers;
 
 use tokio::sync::oneshot;
 
@@ -56,6 +58,11 @@ struct TreeState {
     files: Vec<PathBuf>,
     /// Folders listed or that gained entries, to `fsync` when the root settles.
     folders: HashSet<PathBuf>,
+    /// Folders found to be in memory (tmpfs, ramfs) holding a session's records folder: the
+    /// next session whose folder is made in one is known to be in memory too, without asking
+    /// the kernel on a worker (a folder made inside another is on its filesystem; nothing is
+    /// mounted on a folder the runtime has just made).
+    in_memory: HashSet<PathBuf>,
     /// The first error met; every later settle reports it too.
     error: Option<RecordError>,
     /// Woken when `outstanding` reaches zero.
@@ -134,12 +141,22 @@ impl RecordSync {
     /// List `records` and start their writeback in the background; [`RecordSync::settle`]
     /// flushes them.
     pub fn submit(&self, records: SessionRecords) {
-        self.inner.lock().outstanding += 1;
+        {
+            let mut state = self.inner.lock();
+            if records
+                .dir
+                .parent()
+                .is_some_and(|p| state.in_memory.contains(p))
+            {
+                return;
+            }
+            state.outstanding += 1;
+        }
         self.push(Work::List(records));
     }
 
     fn push(&self, work: Work) {
-        pool().push(Job {
+        push(Job {
             work,
             tree: self.inner.clone(),
         });
@@ -307,96 +324,49 @@ struct Listed {
 }
 
 /// The process's flush workers, started as work arrives, at most [`WORKERS`].
-struct Pool {
-    queue: Mutex<Queue>,
-    ready: Condvar,
-}
+static POOL: Workers<1> = Workers::new("mur-sync", [WORKERS]);
 
-#[derive(Default)]
-struct Queue {
-    jobs: std::collections::VecDeque<Job>,
-    idle: usize,
-    threads: usize,
-}
-
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| Pool {
-        queue: Mutex::new(Queue::default()),
-        ready: Condvar::new(),
-    })
-}
-
-impl Pool {
-    fn push(&'static self, job: Job) {
-        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        q.jobs.push_back(job);
-        if q.idle == 0 && q.threads < WORKERS {
-            let spawned = std::thread::Builder::new()
-                .name("mur-sync".into())
-                .spawn(move || self.work());
-            match spawned {
-                Ok(_) => q.threads += 1,
-                // With no worker at all the flush cannot run: say so rather than hang.
-                Err(e) if q.threads == 0 => {
-                    let job = q.jobs.pop_back();
-                    drop(q);
-                    if let Some(job) = job {
-                        let error = RecordError::Stopped {
-                            what: "the flush worker",
-                            cause: format!("it could not start: {e}"),
-                        };
-                        job.tree.finished(Some(error), Listed::default());
-                    }
-                    return;
-                }
-                Err(_) => {}
-            }
-        }
-        self.ready.notify_one();
-    }
-
-    fn work(&self) -> ! {
-        loop {
-            let job = {
-                let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-                loop {
-                    if let Some(job) = q.jobs.pop_front() {
-                        break job;
-                    }
-                    q.idle += 1;
-                    q = self.ready.wait(q).unwrap_or_else(|p| p.into_inner());
-                    q.idle -= 1;
-                }
-            };
-            self.run(job);
-        }
-    }
-
-    fn run(&self, job: Job) {
-        let mut listed = Listed::default();
-        let error = match job.work {
-            // Nothing in memory outlives the machine: there is nothing to flush (nor the
-            // folders it gained, on the same filesystem).
-            Work::List(records) if in_memory(&records.dir) => None,
-            Work::List(records) => {
-                if records.drain_first {
-                    crate::trace::written_all_blocking();
-                }
-                listed.folders.extend(records.gained);
-                list(&records.dir, &records.skip, &mut listed).err()
-            }
-            // Every path is flushed, whatever failed before it; the first error is kept.
-            Work::Flush(paths) => paths.iter().fold(None, |first, p| {
-                let result = match p {
-                    Flush::File(f) => sync_file(f),
-                    Flush::Folder(f) => sync_folder(f),
-                };
-                first.or(result.err())
-            }),
+/// Queue `job` for the flush workers; with no worker at all the flush cannot run: say so
+/// rather than hang.
+fn push(job: Job) {
+    let tree = job.tree.clone();
+    if let Err(e) = POOL.push(0, Box::new(move || run(job))) {
+        let error = RecordError::Stopped {
+            what: "the flush worker",
+            cause: format!("it could not start: {e}"),
         };
-        job.tree.finished(error, listed);
+        tree.finished(Some(error), Listed::default());
     }
+}
+
+fn run(job: Job) {
+    let mut listed = Listed::default();
+    let error = match job.work {
+        // Nothing in memory outlives the machine: there is nothing to flush (nor the
+        // folders it gained, on the same filesystem).
+        Work::List(records) if in_memory(&records.dir) => {
+            if let Some(parent) = records.dir.parent() {
+                job.tree.lock().in_memory.insert(parent.to_path_buf());
+            }
+            None
+        }
+        Work::List(records) => {
+            if records.drain_first {
+                crate::trace::written_all_blocking();
+            }
+            listed.folders.extend(records.gained);
+            list(&records.dir, &records.skip, &mut listed).err()
+        }
+        // Every path is flushed, whatever failed before it; the first error is kept.
+        Work::Flush(paths) => paths.iter().fold(None, |first, p| {
+            let result = match p {
+                Flush::File(f) => sync_file(f),
+                Flush::Folder(f) => sync_folder(f),
+            };
+            first.or(result.err())
+        }),
+    };
+    job.tree.finished(error, listed);
 }
 
 /// List every file and folder under `dir` (itself included), leaving out `skip`, and start
@@ -502,20 +472,32 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn records_in_memory_are_not_flushed() {
+    async fn records_in_memory_are_not_flushed_and_their_siblings_not_even_queued() {
         let shm = Path::new("/dev/shm");
         if !shm.is_dir() || !in_memory(shm) {
             return;
         }
         let tmp = tempfile::tempdir_in(shm).unwrap();
-        let dir = tmp.path().join("children/ses_1");
-        let made = create_dirs(&dir).unwrap();
-        std::fs::write(dir.join("trace.jsonl"), "{}\n").unwrap();
         let sync = RecordSync::new();
-        sync.submit(SessionRecords::new(dir, &made));
-        assert_eq!(sync.settle().await, Ok(()));
+        for (i, name) in ["children/ses_1", "children/ses_2"].iter().enumerate() {
+            let dir = tmp.path().join(name);
+            let made = create_dirs(&dir).unwrap();
+            std::fs::write(dir.join("trace.jsonl"), "{}\n").unwrap();
+            sync.submit(SessionRecords::new(dir, &made));
+            if i == 1 {
+                // Its folder is made in one already found in memory: no worker is asked.
+                assert_eq!(sync.inner.lock().outstanding, 0);
+            }
+            assert_eq!(sync.settle().await, Ok(()));
+        }
         assert_eq!(observed_under(tmp.path()), Vec::<PathBuf>::new());
-        assert!(!in_memory(on_disk().path()));
+        // A folder on a disk is still listed and flushed.
+        let disk = on_disk();
+        let dir = disk.path().join("ses_3");
+        let made = create_dirs(&dir).unwrap();
+        sync.submit(SessionRecords::new(dir.clone(), &made));
+        assert_eq!(sync.settle().await, Ok(()));
+        assert!(observed_under(disk.path()).contains(&dir));
     }
 
     fn observed_under(dir: &Path) -> Vec<PathBuf> {

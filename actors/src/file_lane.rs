@@ -2,11 +2,13 @@
 //! results (trace *lines* are written by their own thread, see [`crate::trace`]).
 //!
 //! That work can block for milliseconds on a busy disk, so it never runs on a runtime thread
-//! (every session sharing that thread would wait). Nor does it get a blocking-pool thread per
-//! job: when thousands of children start at once, hundreds of threads creating entries in the
-//! same `children/` folder spend their time on that folder's lock, on the allocator and on
-//! context switches, not on the disk. So a job waits for a permit of its [`Lane`], then runs on
-//! the blocking pool.
+//! (every session sharing that thread would wait). Nor does it get a thread per job: when
+//! thousands of children start at once, hundreds of threads creating entries in the same
+//! `children/` folder spend their time on that folder's lock, on the allocator and on context
+//! switches, not on the disk. So each lane is a queue that runs at most [`PER_LANE`] jobs at
+//! once, on threads the two lanes share ([`crate::workers`]; a one-session run needs one): under
+//! a backlog a thread goes from one job to the next without sleeping, where tokio's blocking
+//! pool (with a semaphore bounding it) paid a thread wake-up and a task wake-up per job.
 //!
 //! Two lanes, so that a session that is finishing (and will free its memory) never queues
 //! behind thousands of sessions that are starting: [`Lane::Begin`] for a session's folder,
@@ -16,42 +18,71 @@
 //! creates must not wait behind it.
 
 use crate::record_error::RecordError;
-use tokio::sync::Semaphore;
+use crate::workers::Workers;
+use tokio::sync::oneshot;
 
 /// How many jobs of one lane run at once in the whole process.
 pub const PER_LANE: usize = 2;
 
-static BEGIN: Semaphore = Semaphore::const_new(PER_LANE);
-static END: Semaphore = Semaphore::const_new(PER_LANE);
+/// Both lanes' threads: `End` is lane 0, served first by a free thread, `Begin` lane 1.
+static FILES: Workers<2> = Workers::new("mur-files", [PER_LANE, PER_LANE]);
 
 /// Which queue a file job waits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
-    /// A session setting up: its folders, staged files and trace file.
+    /// A session setting up: its folders, staged files and trace file (and the start-up sweep
+    /// of what a killed `mur` left, [`detach`]ed).
     Begin,
     /// A session finishing: its result file.
     End,
 }
 
-/// Run `job` on the blocking pool once `lane` has a free permit; `Err` only if the job
-/// panicked.
+/// Run `job` on `lane`'s threads, after the jobs queued before it; `Err` only if the job
+/// panicked or the lane could not start a thread.
 pub async fn run<T, F>(lane: Lane, job: F) -> Result<T, RecordError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    let permits = match lane {
-        Lane::Begin => &BEGIN,
-        Lane::End => &END,
+    let stopped = |cause: String| RecordError::Stopped {
+        what: "a file job",
+        cause,
     };
-    // The semaphores are never closed, so acquiring cannot fail; if it ever did, run unbounded.
-    let _permit = permits.acquire().await.ok();
-    tokio::task::spawn_blocking(job)
-        .await
-        .map_err(|e| RecordError::Stopped {
-            what: "a file job",
-            cause: e.to_string(),
-        })
+    let (tx, rx) = oneshot::channel();
+    let task = Box::new(move || {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        let _ = tx.send(ran.map_err(|panic| panic_text(&*panic)));
+    });
+    FILES
+        .push(index(lane), task)
+        .map_err(|e| stopped(format!("no thread could start for it: {e}")))?;
+    match rx.await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => Err(stopped(format!("it panicked: {panic}"))),
+        Err(_) => Err(stopped("it ended without an answer".into())),
+    }
+}
+
+/// Run `job` on `lane`'s threads and wait for nothing: work no one needs the answer of (a
+/// clean-up). Nothing happens if the lane could not start a thread.
+pub fn detach(lane: Lane, job: impl FnOnce() + Send + 'static) {
+    let _ = FILES.push(index(lane), Box::new(job));
+}
+
+fn index(lane: Lane) -> usize {
+    match lane {
+        Lane::End => 0,
+        Lane::Begin => 1,
+    }
+}
+
+/// The message a panic carried, when it is text.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 #[cfg(test)]

@@ -39,3 +39,4 @@ pub mod tool;
 pub mod totals;
 pub mod trace;
 pub mod trace_writer;
+pub mod workers;

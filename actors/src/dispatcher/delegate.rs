@@ -178,12 +178,13 @@ pub(super) async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, O
                 "version": version,
                 "status": "started",
                 "child_workdir": started.workdir.display().to_string(),
-            });
+            })
+            .to_string();
             (
                 CallResult::Ran {
                     status: ExecStatus::Passed,
-                    output_bytes: data.to_string().len() as u64,
-                    text: fence::fence("tool:delegate-task", &data.to_string()),
+                    output_bytes: data.len() as u64,
+                    text: fence::fence("tool:delegate-task", &data),
                     shell: None,
                 },
                 Some(Effect::DelegationStarted {

@@ -171,7 +171,7 @@ fn trace_thread() -> &'static Mutex<mpsc::Sender<Job>> {
         let spawned = std::thread::Builder::new()
             .name("mur-trace".into())
             .spawn(move || {
-                batch_priority();
+                crate::workers::batch_priority();
                 let mut clock = Clock::new();
                 for job in rx {
                     run(job, &mut clock);
@@ -185,33 +185,31 @@ fn trace_thread() -> &'static Mutex<mpsc::Sender<Job>> {
     })
 }
 
-/// Writing traces is background work: the trace thread must not preempt a runtime thread when
-/// it wakes up (on two cores that costs a turn milliseconds). `SCHED_BATCH` says so to Linux;
-/// failing to set it is harmless.
-fn batch_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_setscheduler only reads the struct we pass; pid 0 is the calling thread.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        let _ = libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-    }
-}
-
 fn send(job: Job) {
     let queue = trace_thread().lock().unwrap_or_else(|p| p.into_inner());
     // A send fails only if the thread could not start; the sync that follows reports it.
     let _ = queue.send(job);
 }
 
-/// Create (or open for appending) a trace file and its folder.
+/// Create (or open for appending) a trace file, and its folder if that is missing. The folder
+/// is usually there already (the session's setup job made it): trying the file first saves a
+/// failing `mkdir` and a `stat` per session.
 fn open_trace(path: &Path) -> std::io::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            open()
+        }
+        opened => opened,
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
 }
 
 /// On the trace thread: do one job.
@@ -407,7 +405,9 @@ impl TraceLog {
             return;
         }
         event.write_line(&self.inner.session_id, &mut state.buffer);
-        if !state.queued {
+        // Until the file exists its lines wait here: whoever creates it queues them (its
+        // setup job, or a sync barrier), so the trace thread is not woken for nothing.
+        if !state.queued && state.created {
             state.queued = true;
             drop(state);
             send(Job::Write(self.inner.clone()));
