@@ -53,7 +53,7 @@ async fn killed_at_the_third_call() -> Killed {
     std::fs::create_dir_all(p.path().join("work")).unwrap();
     let home = p.path().join("home");
     let work = p.path().join("work");
-    let mut child = p
+    let child = p
         .mur_cmd(&["run", "--task", "do the three steps", "--workdir", "work"])
         .env("HOME", &home)
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -63,22 +63,16 @@ async fn killed_at_the_third_call() -> Killed {
         .unwrap();
     // The real events: the provider holds the third request, and the second step's lines
     // (its tool_call and shell) are in the trace.
-    let deadline = Instant::now() + Duration::from_secs(60);
     let second_step_written = || {
         list(&records_home(&home, &work)).first().is_some_and(|s| {
             std::fs::read_to_string(s.join("trace.jsonl"))
                 .is_ok_and(|t| t.matches("{\"event_type\":\"shell\"").count() == 2)
         })
     };
-    while fake.requests().len() < 3 || !second_step_written() {
-        assert!(Instant::now() < deadline, "the third model call never came");
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("mur ended before its third model call: {status}");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_when(child, "the third model call", || {
+        fake.requests().len() >= 3 && second_step_written()
+    })
+    .await;
     let group = records_home(&home, &work);
     let sessions = list(&group);
     assert_eq!(sessions.len(), 1);
@@ -97,6 +91,21 @@ async fn killed_at_the_third_call() -> Killed {
         id,
         records,
     }
+}
+
+/// Wait (at most 60 s) until `there()` holds, then SIGKILL `child`: a kill at a known point,
+/// not after a guess at how long it takes. Fails if `mur` ends first.
+async fn kill_when(mut child: std::process::Child, what: &str, there: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !there() {
+        assert!(Instant::now() < deadline, "{what} never happened");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("mur ended before {what}: {status}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
 }
 
 fn run(c: &mut Command) -> Output {
@@ -321,7 +330,7 @@ async fn a_finished_delegation_keeps_its_outcome_and_a_running_one_is_delegated_
         "script.yaml",
         "turns:\n  - call:\n      - {tool: delegate-task, input: {capsule: fast, version: 0.1.0, task: quick}}\n      - {tool: delegate-task, input: {capsule: slow, version: 0.1.0, task: slow}}\n  - say: waiting\n  - expect: slow answer\n    say: '{{last}}'\n",
     );
-    let mut child = p
+    let child = p
         .mur_cmd(&["run", "--task", "fan out"])
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
         .stdout(std::process::Stdio::null())
@@ -350,16 +359,10 @@ async fn a_finished_delegation_keeps_its_outcome_and_a_running_one_is_delegated_
             })
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while fake.requests().is_empty() || !fast_ended() || !slow_started() {
-        assert!(Instant::now() < deadline, "the children never got there");
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("mur ended early: {status}");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_when(child, "the children getting there", || {
+        !fake.requests().is_empty() && fast_ended() && slow_started()
+    })
+    .await;
     let old = p.sessions()[0].clone();
     let old_id = old.file_name().unwrap().to_str().unwrap().to_string();
     let old_trace = trace(&old.join("trace.jsonl"));
@@ -468,7 +471,7 @@ async fn killed_after_pulling() -> Killed {
     std::fs::create_dir_all(p.path().join("work")).unwrap();
     let home = p.path().join("home");
     let work = p.path().join("work");
-    let mut child = p
+    let child = p
         .mur_cmd(&["run", "--task", "greet", "--workdir", "work"])
         .env("HOME", &home)
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -476,25 +479,16 @@ async fn killed_after_pulling() -> Killed {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
     let greeted = || {
         list(&records_home(&home, &work)).first().is_some_and(|s| {
             std::fs::read_to_string(s.join("trace.jsonl"))
                 .is_ok_and(|t| t.matches("{\"event_type\":\"tool_call\"").count() == 3)
         })
     };
-    while fake.requests().len() < 4 || !greeted() {
-        assert!(
-            Instant::now() < deadline,
-            "the fourth model call never came"
-        );
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("mur ended before its fourth model call: {status}");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_when(child, "the fourth model call", || {
+        fake.requests().len() >= 4 && greeted()
+    })
+    .await;
     let records = list(&records_home(&home, &work))[0].clone();
     let id = records.file_name().unwrap().to_str().unwrap().to_string();
     Killed {
