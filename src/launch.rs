@@ -142,7 +142,10 @@ pub async fn launch(
             let _ = sup.send_message(SupervisorMsg::Shutdown { reason: "interrupted (Ctrl-C)".into() });
             tokio::select! {
                 r = &mut rx => r,
-                _ = interrupted() => std::process::exit(130),
+                _ = interrupted() => {
+                    crate::contain::spawn::end_of_process();
+                    std::process::exit(130)
+                }
             }
         }
     };

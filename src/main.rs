@@ -189,7 +189,9 @@ fn main() -> ExitCode {
             };
             let code = rt.block_on(mur::run::run(args));
             // Everything the run owes is done (lines written, records flushed, output
-            // printed): idle threads are not waited for on the way out.
+            // printed): idle threads are not waited for on the way out, and no command of a
+            // tool call outlives the process.
+            mur::contain::spawn::end_of_process();
             rt.shutdown_background();
             code
         }
@@ -198,6 +200,7 @@ fn main() -> ExitCode {
             match tokio::runtime::Runtime::new() {
                 Ok(rt) => {
                     let code = rt.block_on(mur::cluster::node::run(args));
+                    mur::contain::spawn::end_of_process();
                     rt.shutdown_background();
                     code
                 }
@@ -212,6 +215,7 @@ fn main() -> ExitCode {
             match tokio::runtime::Runtime::new() {
                 Ok(rt) => {
                     let code = rt.block_on(mur::replay::run(args));
+                    mur::contain::spawn::end_of_process();
                     rt.shutdown_background();
                     code
                 }
@@ -226,6 +230,7 @@ fn main() -> ExitCode {
             match tokio::runtime::Runtime::new() {
                 Ok(rt) => {
                     let code = rt.block_on(mur::resume::run(args));
+                    mur::contain::spawn::end_of_process();
                     rt.shutdown_background();
                     code
                 }

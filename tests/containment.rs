@@ -509,6 +509,37 @@ fn no_process_outlives_its_call() {
 }
 
 #[test]
+fn a_command_gets_only_the_three_standard_streams() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let p = Project::new();
+    capsule(
+        &p,
+        "  shell:\n    allow: [ls]\n",
+        &[("ls", "/proc/self/fd")],
+    );
+    // mur inherits a descriptor without close-on-exec, as from a terminal or a parent's pipe.
+    let leaked = std::fs::File::open(p.path().join("murmur.yaml")).unwrap();
+    let fd = leaked.as_raw_fd();
+    let mut cmd = p.mur_cmd(&["run", "--task", "list descriptors"]);
+    // SAFETY: dup2 only; it clears close-on-exec on the copy, which mur then inherits.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, 9) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let o = outputs(&p.sessions().pop().unwrap());
+    // 3 is the folder ls itself opened to list it.
+    let listed: Vec<&str> = stdout_of(&o[0]).lines().collect();
+    assert_eq!(listed, ["0", "1", "2", "3"], "{}", o[0]);
+}
+
+#[test]
 fn a_killed_mur_leaves_no_process_behind() {
     let p = Project::new();
     let marker = format!("4321.{}", std::process::id());

@@ -11,13 +11,23 @@
 //! When the command is PID 1 of its namespace, the kernel kills every process it started the
 //! moment it ends; killing it (a deadline, a cancel) takes the whole tree, and so does `mur`'s
 //! own death (`PR_SET_PDEATHSIG`).
+//!
+//! `mur` also keeps the book of every command it started and has not reaped ([`Live`]): a
+//! session that ends drops its commands (which kills them), but that drop happens when a
+//! runtime thread next polls the aborted task, and a `mur` that exits first (Ctrl-C during a
+//! tool call) would leave the command running. So the last thing `mur` does is
+//! [`end_of_process`]: no command starts after it, and every command still in the book is
+//! killed. Only the three standard streams pass to a command: a descriptor `mur` inherited
+//! without close-on-exec (its terminal, a pipe of its own parent) is closed at exec.
 
+use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
@@ -158,6 +168,8 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 const STACK: usize = 64 * 1024;
 
 fn spawn(cmd: &Command) -> io::Result<Child> {
+    // Counted from before the clone to the entry in the book: `end_of_process` waits for it.
+    let _starting = LIVE.starting()?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (errors_r, errors_w) = pipe()?;
@@ -215,9 +227,23 @@ fn spawn(cmd: &Command) -> io::Result<Child> {
         reap_blocking(&pidfd);
         return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
     }
+    if let Err(e) = LIVE.add(pid, &pidfd, group) {
+        pidfd_kill(&pidfd);
+        reap_blocking(&pidfd);
+        return Err(e);
+    }
     // SAFETY: the AsyncFd owns the pidfd for its whole life.
-    let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
-        .map_err(|e| e.into_parts().1)?;
+    let pidfd =
+        match unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) } {
+            Ok(fd) => fd,
+            Err(e) => {
+                let (fd, e) = e.into_parts();
+                LIVE.remove(pid);
+                pidfd_kill(&fd);
+                reap_blocking(&fd);
+                return Err(e);
+            }
+        };
     Ok(Child {
         pid,
         pidfd: Some(pidfd),
@@ -266,6 +292,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 fail(errno());
             }
         }
+        // Nothing but those three reaches the command: every other descriptor (ours are
+        // close-on-exec already; what `mur` inherited may not be) closes at exec.
+        close_on_exec_above_stdio();
         // Its own process group: what bounds the tree where there is no PID namespace.
         if libc::setpgid(0, 0) != 0 {
             fail(errno());
@@ -283,6 +312,30 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
         libc::execve(ctx.program.as_ptr(), ctx.argv, ctx.envp);
         fail(errno())
+    }
+}
+
+/// Mark every descriptor from 3 up close-on-exec. One `close_range` (Linux 5.11); on an older
+/// kernel, one `fcntl` per descriptor below the soft open-file limit (at most 65,536).
+///
+/// # Safety
+/// Only in the child of [`spawn`], before exec.
+unsafe fn close_on_exec_above_stdio() {
+    let flags = libc::CLOSE_RANGE_CLOEXEC;
+    if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, flags) == 0 {
+        return;
+    }
+    let mut lim: libc::rlimit = std::mem::zeroed();
+    let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+        lim.rlim_cur.min(65_536) as libc::c_int
+    } else {
+        1024
+    };
+    for fd in 3..top {
+        let current = libc::fcntl(fd, libc::F_GETFD);
+        if current >= 0 && current & libc::FD_CLOEXEC == 0 {
+            libc::fcntl(fd, libc::F_SETFD, current | libc::FD_CLOEXEC);
+        }
     }
 }
 
@@ -406,6 +459,7 @@ impl Child {
                 continue;
             }
             self.pidfd = None;
+            LIVE.remove(self.pid);
             return Ok((code == libc::CLD_EXITED).then_some(status));
         }
     }
@@ -437,6 +491,7 @@ impl Drop for Child {
         let Some(fd) = self.pidfd.take() else {
             return;
         };
+        LIVE.remove(self.pid);
         let fd = fd.into_inner();
         pidfd_kill(&fd);
         // Reap it off the runtime threads: SIGKILL is prompt, but not instant.
@@ -451,6 +506,132 @@ impl Drop for Child {
             }
         }
     }
+}
+
+/// The book of commands this process started and has not reaped (see the module docs).
+pub struct Live {
+    state: Mutex<LiveState>,
+    /// Told when a start in progress is booked (or failed).
+    settled: Condvar,
+}
+
+struct LiveState {
+    /// `end_of_process` ran: nothing starts any more.
+    closed: bool,
+    /// Starts between their first step and their entry in the book.
+    starting: usize,
+    /// pid → its own pidfd (a copy, to kill it even once its `Child` is gone) and whether its
+    /// process group is to be killed too.
+    started: BTreeMap<libc::pid_t, (OwnedFd, bool)>,
+}
+
+/// A start in progress, counted in [`Live`] until dropped.
+pub struct Starting<'a>(&'a Live);
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.starting -= 1;
+        if state.starting == 0 {
+            self.0.settled.notify_all();
+        }
+    }
+}
+
+/// How long [`Live::end`] waits for starts in progress (each waits only for its command's exec).
+const START_GRACE: Duration = Duration::from_secs(2);
+
+impl Live {
+    /// An empty book.
+    pub const fn new() -> Live {
+        Live {
+            state: Mutex::new(LiveState {
+                closed: false,
+                starting: 0,
+                started: BTreeMap::new(),
+            }),
+            settled: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LiveState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Count a start in progress; refused once the book is closed.
+    pub fn starting(&self) -> io::Result<Starting<'_>> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(io::Error::other(
+                "mur is exiting: no command starts any more",
+            ));
+        }
+        state.starting += 1;
+        Ok(Starting(self))
+    }
+
+    /// Book a started command; refused (the caller kills it) once the book is closed.
+    pub fn add(&self, pid: libc::pid_t, pidfd: &OwnedFd, group: bool) -> io::Result<()> {
+        let copy = pidfd.try_clone()?;
+        let mut state = self.lock();
+        if state.closed {
+            return Err(io::Error::other("mur is exiting: the command was killed"));
+        }
+        state.started.insert(pid, (copy, group));
+        Ok(())
+    }
+
+    /// Take a reaped (or killed and being reaped) command out of the book.
+    pub fn remove(&self, pid: libc::pid_t) {
+        self.lock().started.remove(&pid);
+    }
+
+    /// Close the book and kill every command in it, once the starts in progress are booked;
+    /// answers how many were killed.
+    pub fn end(&self) -> usize {
+        let mut state = self.lock();
+        state.closed = true;
+        let deadline = std::time::Instant::now() + START_GRACE;
+        while state.starting > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .settled
+                .wait_timeout(state, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        let started = std::mem::take(&mut state.started);
+        drop(state);
+        for (pid, (fd, group)) in &started {
+            if *group {
+                // SAFETY: signals only.
+                unsafe {
+                    libc::killpg(*pid, libc::SIGKILL);
+                }
+            }
+            pidfd_kill(fd);
+        }
+        started.len()
+    }
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live::new()
+    }
+}
+
+/// The process's book.
+static LIVE: Live = Live::new();
+
+/// The last step of a `mur` process that started commands: none starts after it, and every
+/// one still running (a tool call whose session ended while its task was not yet dropped) is
+/// killed, with its PID namespace or process group. Answers how many were.
+pub fn end_of_process() -> usize {
+    LIVE.end()
 }
 
 /// Whether `clone` with these namespace flags works here, the way [`Command::spawn`] uses it:
@@ -488,4 +669,54 @@ pub fn probe(namespaces: Namespaces, private_net: bool, maps: &super::child::IdM
     // SAFETY: si_status is valid for a SIGCHLD siginfo from waitid.
     reap_blocking(&pidfd)
         .is_some_and(|info| info.si_code == libc::CLD_EXITED && unsafe { info.si_status() } == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Wait (blocking) for the process behind `pidfd` to end: whether a signal killed it.
+    fn killed(pidfd: &OwnedFd) -> bool {
+        reap_blocking(pidfd).is_some_and(|info| info.si_code == libc::CLD_KILLED)
+    }
+
+    #[tokio::test]
+    async fn the_end_of_the_process_kills_what_was_never_dropped_and_starts_nothing() {
+        let live = Live::new();
+        let sleep = Path::new("/bin/sleep");
+        let mut cmd = Command::new(sleep, Path::new("/")).unwrap();
+        cmd.args(["30"]).unwrap();
+        let child = cmd.spawn().unwrap();
+        let pid = child.pid;
+        // A copy to watch it by; the child itself is booked here as `spawn` books it there.
+        let own = child.pidfd.as_ref().unwrap().get_ref().try_clone().unwrap();
+        live.add(pid, &own, true).unwrap();
+        // Its session's task was never dropped: nothing else would kill it.
+        std::mem::forget(child);
+        assert_eq!(live.end(), 1);
+        assert!(killed(&own), "the command was not killed");
+        LIVE.remove(pid);
+        // A closed book starts nothing and books nothing.
+        assert!(live.starting().is_err());
+        assert!(live.add(pid, &own, false).is_err());
+    }
+
+    #[test]
+    fn the_end_waits_for_a_start_in_progress() {
+        let live = std::sync::Arc::new(Live::new());
+        let starting = live.starting().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ending = {
+            let live = live.clone();
+            std::thread::spawn(move || {
+                let n = live.end();
+                tx.send(n).unwrap();
+            })
+        };
+        // The end waits for the start to be booked; this one fails instead (its drop).
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        drop(starting);
+        assert_eq!(rx.recv().unwrap(), 0);
+        ending.join().unwrap();
+    }
 }
