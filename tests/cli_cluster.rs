@@ -97,6 +97,16 @@ fn spawn_root(p: &Project, nodes: &[&Node]) -> std::process::Child {
         .unwrap()
 }
 
+/// What `mur trace show` prints of the project's newest session (the root).
+fn trace_show(p: &Project) -> String {
+    let show = p
+        .mur_cmd(&["trace", "show"])
+        .env("HOME", p.path())
+        .output()
+        .unwrap();
+    stdout(&show)
+}
+
 /// The root's `delegation` lines.
 fn outcomes(root: &Path) -> Vec<Value> {
     trace(&root.join("trace.jsonl"))
@@ -161,13 +171,43 @@ fn six_children_spread_over_two_nodes_all_ok_with_their_traces_home() {
     let end = trace(&root.join("trace.jsonl")).pop().unwrap();
     assert!(end["delegated_input_tokens"].as_u64().unwrap() > 0, "{end}");
     // The tree view renders every child, wherever it ran.
-    let show = p
-        .mur_cmd(&["trace", "show"])
-        .env("HOME", p.path())
-        .output()
-        .unwrap();
-    let text = stdout(&show);
+    let text = trace_show(&p);
     assert_eq!(text.matches("local/worker@0.1.0").count(), 6, "{text}");
+}
+
+#[test]
+fn a_plans_capsule_step_on_a_node_names_the_node_at_start_and_end() {
+    let p = fan_out_project("echo planned");
+    p.write(
+        "murmur.yaml",
+        &scripted_manifest(
+            "fanout",
+            "capabilities:\n  shell:\n    allow: [bash, sleep]\n  spawn:\n    allow: [local/worker]\n  plan:\n    submit: true\n",
+        ),
+    );
+    let task = serde_json::json!({ "cmd": "echo planned" }).to_string();
+    let step =
+        serde_json::json!({"id": "w", "capsule": "worker", "version": "0.1.0", "input": task});
+    let script = serde_json::json!({"turns": [
+        {"call": [{"tool": "submit-plan", "input": {"plan": {"id": "remote", "steps": [step]}}}]},
+        {"expect": "\"completed\":true", "say": "planned"},
+    ]});
+    p.write("script.yaml", &script.to_string());
+    let node = Node::start(p.path(), "node-a", COOKIE);
+    let out = run_cmd(&p, &[&node]).output().unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let root = trace(&p.sessions()[0].join("trace.jsonl"));
+    let line = |kind: &str| {
+        root.iter()
+            .find(|l| l["event_type"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} line: {root:?}"))
+            .clone()
+    };
+    assert_eq!(line("delegation_start")["node"], node.name.as_str());
+    let end = line("delegation");
+    assert_eq!(end["outcome"], "completed", "{end}");
+    assert_eq!(end["node"], node.name.as_str(), "{end}");
+    assert_eq!(node.sessions_started(), 1);
 }
 
 #[test]
@@ -206,16 +246,8 @@ fn a_killed_node_settles_its_children_node_lost_and_the_rest_end_ok() {
         .filter(|k| k.join("INCOMPLETE").is_file())
         .count();
     assert_eq!(incomplete, 3);
-    let show = p
-        .mur_cmd(&["trace", "show"])
-        .env("HOME", p.path())
-        .output()
-        .unwrap();
-    assert!(
-        stdout(&show).contains("incomplete: node lost"),
-        "{}",
-        stdout(&show)
-    );
+    let text = trace_show(&p);
+    assert!(text.contains("incomplete: node lost"), "{}", text);
 }
 
 /// Processes whose command line holds `marker`.
@@ -399,4 +431,95 @@ fn with_tls_children_run_on_a_node_whose_certificate_the_parent_trusts() {
         )),
         "{err}"
     );
+}
+
+#[test]
+fn a_remote_child_delegates_on_its_node_and_the_whole_tree_comes_home() {
+    let p = Project::new();
+    let install = |name: &str| {
+        let zip = format!("{name}-0.1.0.mur.zip");
+        let out = p.mur(&["build", name, "-o", &zip]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = p.mur(&["install", &format!("./{zip}")]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    let delegate = |capsule: &str, version: &str| serde_json::json!({"tool": "delegate-task", "input": {"capsule": capsule, "version": version, "task": "go"}});
+    p.write("leaf/murmur.yaml", &scripted_manifest("leaf", ""));
+    p.write(
+        "leaf/script.yaml",
+        "turns:\n  - say: \"the leaf's answer\"\n",
+    );
+    p.write(
+        "middle/murmur.yaml",
+        &scripted_manifest(
+            "middle",
+            "capabilities:\n  spawn:\n    allow: [local/leaf]\n",
+        ),
+    );
+    // One delegation the parent's stores can answer, one they cannot. The leaf's outcome may
+    // arrive before the next model call (it is injected, and the session ends there) or after
+    // it (the session waits, then continues once): both turns answer with what was heard last.
+    let heard = serde_json::json!({"say": "the middle heard: {{last}}"});
+    let middle = serde_json::json!({"turns": [
+        {"call": [delegate("leaf", "0.1.0"), delegate("leaf", "9.9.9")]},
+        heard,
+        heard,
+    ]});
+    p.write("middle/script.yaml", &middle.to_string());
+    p.write(
+        "murmur.yaml",
+        &scripted_manifest(
+            "root",
+            "capabilities:\n  spawn:\n    allow: [local/middle, local/leaf]\n",
+        ),
+    );
+    install("leaf");
+    install("middle");
+    let done = serde_json::json!({"say": "done: {{last}}"});
+    let root_script = serde_json::json!({"turns": [
+        {"call": [delegate("middle", "0.1.0")]},
+        done,
+        done,
+    ]});
+    p.write("script.yaml", &root_script.to_string());
+    let node = Node::start(p.path(), "node-a", COOKIE);
+    let out = run_cmd(&p, &[&node]).output().unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let root = &p.sessions()[0];
+    let ends = outcomes(root);
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["outcome"], "ok", "{}", ends[0]);
+    assert_eq!(ends[0]["node"], node.name.as_str());
+    // The middle ran on the node and its delegation to the leaf ran there too, in its tree.
+    assert_eq!(node.sessions_started(), 1);
+    let mid = &children_dirs(root)[0];
+    let mid_trace = trace(&mid.join("trace.jsonl"));
+    assert_eq!(mid_trace.last().unwrap()["event_type"], "session_end");
+    let mid_ends: Vec<&Value> = mid_trace
+        .iter()
+        .filter(|l| l["event_type"] == "delegation")
+        .collect();
+    let by_version = |v: &str| *mid_ends.iter().find(|l| l["version"] == v).unwrap();
+    assert_eq!(by_version("0.1.0")["outcome"], "ok", "{mid_ends:?}");
+    assert!(by_version("0.1.0").get("node").is_none(), "{mid_ends:?}");
+    // What the parent's stores do not hold is refused, naming it.
+    let refused = by_version("9.9.9");
+    assert_eq!(refused["outcome"], "refused", "{refused}");
+    let why = refused["reason"].as_str().unwrap();
+    assert!(
+        why.contains("the parent cannot send 'local/leaf@9.9.9'")
+            && why.contains("in neither the project store nor the global store"),
+        "{why}"
+    );
+    // The leaf's trace came home with the middle's, where a local grandchild's would be.
+    let leaves = children_dirs(mid);
+    assert_eq!(leaves.len(), 1, "{leaves:?}");
+    let leaf = trace(&leaves[0].join("trace.jsonl"));
+    assert_eq!(leaf.last().unwrap()["event_type"], "session_end");
+    assert_eq!(leaf[0]["spawned_by"], mid_trace[0]["session_id"]);
+    // The answer went up the whole chain.
+    let result = std::fs::read_to_string(root.join("out/result.txt")).unwrap();
+    assert!(result.contains("the leaf's answer"), "{result}");
+    let text = trace_show(&p);
+    assert!(text.contains("local/leaf@0.1.0"), "{text}");
 }

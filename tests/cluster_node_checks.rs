@@ -24,9 +24,10 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
     let bytes = std::fs::read(p.path().join("w.mur.zip")).unwrap();
     let node = common::node::Node::start(p.path(), "node", "c");
     let addr = node.addr.clone();
-    let joined = mur::cluster::connect::join(&[addr], "c".into(), Duration::from_secs(5), None)
-        .await
-        .unwrap();
+    let joined =
+        mur::cluster::connect::join(&[addr], "c".into(), Duration::from_secs(5), None, p.path())
+            .await
+            .unwrap();
     assert!(joined.unavailable.is_empty());
     let host = joined.cluster.nodes()[0].host.clone();
     let sha = mur_actors::text::sha256_hex(&bytes);
@@ -45,6 +46,8 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
             ..Grants::default()
         },
         depth: 1,
+        max_depth: 8,
+        max_children: 100,
     };
     let call = |req: StartRequest, bytes: Vec<u8>| {
         let host = host.clone();

@@ -17,19 +17,26 @@ use common::*;
 fn traced_run(example: &str, task: &str) -> (Project, String, String) {
     // On a disk: records in memory (a tmpfs TMPDIR) have nothing to flush.
     let p = Project::on_disk().with_example(example).set_up();
+    let (out, log) = traced(&p, &["run", "--task", task], &[]);
+    (p, out, log)
+}
+
+/// `mur args…` in `p` under `strace -f`, with `env` added; it must succeed. Answers its stdout
+/// and the syscall log.
+fn traced(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
     let log = p.path().join("strace.log");
     let out = Command::new("strace")
         .args(["-f", "-qq", "-y", "-s", "64", "-o"])
         .arg(&log)
         .args(["-e", "trace=fsync,fdatasync,syncfs,sync,write"])
         .arg(env!("CARGO_BIN_EXE_mur"))
-        .args(["run", "--task", task])
+        .args(args)
+        .envs(env.iter().copied())
         .current_dir(p.path())
         .output()
         .expect("strace runs (this test needs strace installed: apt-get install strace)");
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    let log = std::fs::read_to_string(log).unwrap();
-    (p, stdout(&out), log)
+    (stdout(&out), std::fs::read_to_string(log).unwrap())
 }
 
 /// The paths flushed before the line holding `status:` went to stdout.
@@ -126,5 +133,30 @@ fn a_delegation_tree_flushes_every_record_and_nothing_else_before_it_reports() {
 #[test]
 fn a_crashed_child_s_records_are_flushed_too() {
     let (p, _out, log) = traced_run("supervision", "Run the three");
+    assert_every_record_flushed(&p, &log);
+}
+
+#[test]
+fn the_copies_of_remote_children_s_traces_are_flushed_with_the_tree() {
+    let cookie = "durability-cookie-7e1";
+    let p = Project::on_disk().with_example("supervision").set_up();
+    let node = common::node::Node::start(p.path(), "node-a", cookie);
+    let args = [
+        "run",
+        "--task",
+        "Run the three",
+        "--max-local",
+        "0",
+        "--nodes",
+        &node.addr,
+    ];
+    let (_, log) = traced(&p, &args, &[("MUR_CLUSTER_COOKIE", cookie)]);
+    assert_eq!(node.sessions_started(), 3, "every child ran on the node");
+    // The three copies are among the records, each flushed before the status line.
+    let children = list(&p.sessions()[0].join("children"));
+    assert_eq!(children.len(), 3);
+    for c in &children {
+        assert!(c.join("trace.jsonl").is_file(), "{}", c.display());
+    }
     assert_every_record_flushed(&p, &log);
 }

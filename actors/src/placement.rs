@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use ractor::{ActorCell, ActorRef};
 
 use crate::delegation::ChildRequest;
+use crate::durable::RecordSync;
 use crate::session::{ReportSink, SessionMsg};
 use crate::spec::SessionSpec;
 
@@ -28,6 +29,13 @@ pub struct Offer {
     pub parent: ActorCell,
     /// Where the child's report goes (its outcome to the parent, its end to the Supervisor).
     pub report: ReportSink,
+    /// The tree's record flushes: what a placer writes here for the child (the copy of a
+    /// remote child's trace) is submitted to it, so the root's closing flush covers it.
+    pub records: RecordSync,
+    /// The tree's `--max-depth`, which bounds the child's own delegations wherever it runs.
+    pub max_depth: u32,
+    /// The tree's `--max-children`, per session wherever it runs.
+    pub max_children: u32,
 }
 
 /// A placer's answer.

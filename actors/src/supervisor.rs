@@ -298,6 +298,7 @@ impl Actor for Supervisor {
                     trace_writer: state.trace_writer.clone(),
                     placer: state.args.placer.clone(),
                     live_in_tree: state.parents.len().saturating_sub(1),
+                    bounds: (state.args.max_depth, state.args.max_children),
                 };
                 tokio::spawn(start_child(
                     myself.clone(),
@@ -414,6 +415,8 @@ struct TreeShared {
     placer: Option<Arc<dyn ChildPlacer>>,
     /// The tree's other live children when this one was asked for.
     live_in_tree: usize,
+    /// `--max-depth` and `--max-children`, for a child placed elsewhere.
+    bounds: (u32, u32),
 }
 
 /// Resolve the child's spec, spawn it under its parent, and answer the delegate-task call.
@@ -483,6 +486,9 @@ async fn start_child(
                 live_in_tree: shared.live_in_tree,
                 parent: parent.get_cell(),
                 report,
+                records: shared.records.clone(),
+                max_depth: shared.bounds.0,
+                max_children: shared.bounds.1,
             };
             match placer.place(offer).await {
                 Placed::Here { spec, report } => (*spec, report),

@@ -53,6 +53,7 @@ pub async fn join(
     cookie: String,
     grace: Duration,
     tls: Option<TlsConnector>,
+    project: &std::path::Path,
 ) -> Result<Joined, Diagnostic> {
     let host_name = super::node::hostname();
     let name = format!(
@@ -68,6 +69,8 @@ pub async fn join(
         tls: tls.clone(),
         nodes: Mutex::new(Vec::new()),
         children: Mutex::new(HashMap::new()),
+        project: project.to_path_buf(),
+        archives: Mutex::new(HashMap::new()),
     });
     Actor::spawn(None, Edge, cluster.clone())
         .await

@@ -12,12 +12,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mur_actors::durable::{RecordSync, SessionRecords};
 use mur_actors::session::{ExitStatus, ReportSink, SessionMsg, SessionReport};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use ractor_cluster::NodeServerMessage;
 
 use super::records;
-use super::wire::{EdgeMsg, EndReport, HostMsg};
+use super::wire::{pack_fetched, EdgeMsg, EndReport, FetchRequest, Fetched, HostMsg};
 
 /// One node the parent may use.
 pub struct NodeEntry {
@@ -51,6 +52,16 @@ pub struct RemoteChild {
     pub report: ReportSink,
     /// Its local stand-in.
     pub standin: ActorRef<SessionMsg>,
+    /// Its tree's record flushes: the copy written here is submitted to them.
+    pub records: RecordSync,
+}
+
+/// One capsule archive as sent to nodes: its bytes and its pin.
+pub struct Archive {
+    /// The `.mur.zip`.
+    pub bytes: Vec<u8>,
+    /// Its sha256, as the store pins it.
+    pub sha256: String,
 }
 
 /// The parent's view of the cluster.
@@ -67,6 +78,10 @@ pub struct Cluster {
     pub nodes: Mutex<Vec<NodeEntry>>,
     /// Children on nodes, by session id.
     pub children: Mutex<HashMap<String, RemoteChild>>,
+    /// The project whose stores the capsules sent to nodes come from.
+    pub project: PathBuf,
+    /// Those capsules, read once per name and version.
+    pub archives: Mutex<HashMap<(String, String), Arc<Archive>>>,
 }
 
 impl Cluster {
@@ -78,6 +93,37 @@ impl Cluster {
     /// Lock the children map.
     pub fn children(&self) -> std::sync::MutexGuard<'_, HashMap<String, RemoteChild>> {
         self.children.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A capsule's archive from the project's stores (or the global one), read once per name
+    /// and version: what a child placed on a node runs, and what a child there delegates to.
+    pub async fn archive(&self, capsule: &str, version: &str) -> Result<Arc<Archive>, String> {
+        let key = (capsule.to_string(), version.to_string());
+        let cached = self
+            .archives
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some(a) = cached {
+            return Ok(a);
+        }
+        let name = crate::manifest::ArtifactName::parse(capsule).map_err(|e| e.to_string())?;
+        let (project, version) = (self.project.clone(), version.to_string());
+        let stored = tokio::task::spawn_blocking(move || {
+            crate::artifact::stored_capsule(&project, &name, &version)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        let archive = Arc::new(Archive {
+            bytes: stored.bytes,
+            sha256: stored.sha256,
+        });
+        self.archives
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, archive.clone());
+        Ok(archive)
     }
 
     /// Children running on nodes now.
@@ -121,9 +167,9 @@ impl Cluster {
             return;
         };
         let dir = child.records_dir.clone();
-        let left_at = end.trace_left_at.clone();
+        let (left_at, parts) = (end.trace_left_at.clone(), end.traces.clone());
         let written = tokio::task::spawn_blocking(move || {
-            records::write_copy(&dir, &trace, left_at.as_deref())
+            records::write_copies(&dir, &parts, &trace, left_at.as_deref())
         })
         .await;
         if let Ok(Err(e)) = written {
@@ -133,6 +179,10 @@ impl Cluster {
                 child.records_dir.display()
             );
         }
+        // Flushed with the tree's records: the root's end waits for it, as for a local child.
+        child
+            .records
+            .submit(SessionRecords::new(child.records_dir.clone(), &[]));
         match &end.crashed {
             Some(why) => {
                 let _ = child.standin.send_message(SessionMsg::Crash(format!(
@@ -175,6 +225,9 @@ impl Cluster {
             let note = text.clone();
             let _ =
                 tokio::task::spawn_blocking(move || records::mark_incomplete(&dir, &note)).await;
+            child
+                .records
+                .submit(SessionRecords::new(child.records_dir.clone(), &[]));
             (child.report)(SessionReport {
                 session_id: id,
                 exit_status: ExitStatus::Failed,
@@ -224,6 +277,28 @@ impl Actor for Edge {
                 }
                 Err(e) => tracing::warn!("a node sent a malformed end: {e}"),
             },
+            EdgeMsg::Fetch(json, reply) => {
+                let cluster = cluster.clone();
+                // Off the mailbox too: a store read.
+                tokio::spawn(async move {
+                    let answer = match serde_json::from_str::<FetchRequest>(&json) {
+                        Ok(req) => match cluster.archive(&req.capsule, &req.version).await {
+                            Ok(a) => pack_fetched(
+                                &Fetched::Found {
+                                    sha256: a.sha256.clone(),
+                                },
+                                &a.bytes,
+                            ),
+                            Err(why) => pack_fetched(&Fetched::Refused(why), &[]),
+                        },
+                        Err(e) => pack_fetched(
+                            &Fetched::Refused(format!("a malformed fetch request: {e}")),
+                            &[],
+                        ),
+                    };
+                    let _ = reply.send(answer);
+                });
+            }
         }
         Ok(())
     }

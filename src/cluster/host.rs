@@ -18,11 +18,11 @@ use mur_actors::spec::SessionPaths;
 use mur_actors::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg, CRASHED_PREFIX};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use super::parent_store::ParentStore;
 use super::wire::{
-    to_json, EdgeMsg, EndReport, Hello, HostMsg, StartAnswer, StartRequest, MAX_TRACE_BYTES,
-    PROTOCOL_VERSION,
+    to_json, EdgeMsg, EndReport, Hello, HostMsg, StartAnswer, StartRequest, TracePart,
+    MAX_TRACE_BYTES, PROTOCOL_VERSION,
 };
-use crate::children::ManifestResolver;
 
 /// How the host is configured (`mur node`'s flags).
 #[derive(Clone)]
@@ -62,12 +62,12 @@ impl Hosted {
     }
 }
 
-/// What the host's tasks share: live children (started or starting), and one resolver per
-/// capsule hash.
+/// What the host's tasks share: live children (started or starting), and one store per
+/// parent (the capsules its children run and delegate to).
 #[derive(Default)]
 struct Book {
     live: HashMap<String, Hosted>,
-    resolvers: HashMap<String, Arc<ManifestResolver>>,
+    stores: HashMap<String, Arc<ParentStore>>,
 }
 
 /// The host actor.
@@ -265,32 +265,24 @@ async fn launch_child(
     req: &StartRequest,
     artifact: Vec<u8>,
 ) -> Result<Launched, String> {
-    let name = crate::manifest::ArtifactName::parse(&req.capsule).map_err(|e| e.to_string())?;
-    let dest = args
-        .dir
-        .join("capsules")
-        .join(name.scope())
-        .join(name.name())
-        .join(format!("{}-{}", req.version, &req.sha256[..16]));
     let what = format!("{}@{}", req.capsule, req.version);
-    let (d, w) = (dest.clone(), what.clone());
-    tokio::task::spawn_blocking(move || {
-        crate::artifact::extract_capsule(&artifact, &w, &format!("{w} from the parent"), &d)
-    })
-    .await
-    .map_err(|e| e.to_string())??;
-    let resolver = {
+    let store = {
         let mut b = book.lock().unwrap_or_else(|p| p.into_inner());
-        b.resolvers
-            .entry(req.sha256.clone())
+        b.stores
+            .entry(req.edge_group.clone())
             .or_insert_with(|| {
-                let dir = dest.clone();
-                Arc::new(ManifestResolver::new(Box::new(move |_: &str, _: &str| {
-                    Ok(dir.clone())
-                })))
+                Arc::new(ParentStore::new(
+                    &args.name,
+                    &req.edge_group,
+                    args.dir.join("capsules"),
+                ))
             })
             .clone()
     };
+    // The pin was checked already; the store checks it again as it files the capsule.
+    store
+        .add(&req.capsule, &req.version, &req.sha256, artifact)
+        .await?;
     let records = session_dir(&args.dir, &req.session_id);
     let request = ChildRequest {
         capsule: req.capsule.clone(),
@@ -306,7 +298,7 @@ async fn launch_child(
         },
         depth: req.depth,
     };
-    let spec = resolver
+    let spec = store
         .resolve(&request)
         .await
         .map_err(|why| format!("node {}: {why}", args.name))?;
@@ -321,7 +313,15 @@ async fn launch_child(
                 records.display()
             )
         })?;
-    let (sup, _) = Actor::spawn(None, Supervisor, SupervisorArgs::default())
+    // The child delegates as it would at home: its capsules come from the same parent, its
+    // tree has the root's bounds.
+    let tree = SupervisorArgs {
+        resolver: Some(store),
+        max_depth: req.max_depth,
+        max_children: req.max_children,
+        placer: None,
+    };
+    let (sup, _) = Actor::spawn(None, Supervisor, tree)
         .await
         .map_err(|e| format!("node {}: cannot start a supervisor: {e}", args.name))?;
     let started = ractor::call!(sup, |reply| SupervisorMsg::StartRoot {
@@ -352,6 +352,40 @@ pub fn session_dir(dir: &Path, session_id: &str) -> PathBuf {
     dir.join("sessions").join(session_id)
 }
 
+/// The traces of a hosted child's records folder `dir`, one after another: its own, then each
+/// session it delegated to here (`children/<ses>/trace.jsonl`, and theirs below), parents
+/// before their children. A trace that cannot be read is left out.
+fn read_traces(dir: &Path) -> (Vec<TracePart>, Vec<u8>) {
+    let mut parts = Vec::new();
+    let mut bytes = Vec::new();
+    let mut folders = vec![(dir.to_path_buf(), String::new())];
+    while let Some((folder, rel)) = folders.pop() {
+        if let Ok(trace) = std::fs::read(folder.join("trace.jsonl")) {
+            parts.push(TracePart {
+                path: format!("{rel}trace.jsonl"),
+                len: trace.len() as u64,
+            });
+            bytes.extend_from_slice(&trace);
+        }
+        let Ok(entries) = std::fs::read_dir(folder.join("children")) else {
+            continue;
+        };
+        let mut kids: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with("ses_"))
+            .collect();
+        kids.sort_unstable_by(|a, b| b.cmp(a));
+        for k in kids {
+            folders.push((
+                folder.join("children").join(&k),
+                format!("{rel}children/{k}/"),
+            ));
+        }
+    }
+    (parts, bytes)
+}
+
 /// Send a child's end, with its trace, to the parent's edge; wait for the parent to be
 /// reachable for up to the grace period.
 async fn send_end(args: &HostArgs, req: &StartRequest, report: Option<SessionReport>, dir: &Path) {
@@ -373,16 +407,15 @@ async fn send_end(args: &HostArgs, req: &StartRequest, report: Option<SessionRep
         .flatten();
     let mut end = EndReport::of(&report, crashed);
     let path = dir.join("trace.jsonl");
-    let p = path.clone();
-    let trace = tokio::task::spawn_blocking(move || std::fs::read(&p))
+    let d = dir.to_path_buf();
+    let (parts, trace) = tokio::task::spawn_blocking(move || read_traces(&d))
         .await
-        .ok()
-        .and_then(Result::ok)
         .unwrap_or_default();
     let trace = if trace.len() > MAX_TRACE_BYTES {
         end.trace_left_at = Some(format!("{}:{}", args.name, path.display()));
         Vec::new()
     } else {
+        end.traces = parts;
         trace
     };
     let deadline = tokio::time::Instant::now() + args.grace;

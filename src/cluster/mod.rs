@@ -17,6 +17,7 @@ pub mod edge;
 pub mod error;
 pub mod host;
 pub mod node;
+pub mod parent_store;
 pub mod placer;
 pub mod records;
 pub mod standin;
@@ -75,7 +76,7 @@ pub async fn placer_for(
         Some(ca) => Some(tls::connector(ca).map_err(|e| e.diagnostic())?),
         None => None,
     };
-    let joined = connect::join(&nodes, cookie, node::GRACE, tls).await?;
+    let joined = connect::join(&nodes, cookie, node::GRACE, tls, project).await?;
     for w in joined.unavailable.iter().filter(|_| !quiet) {
         crate::errln!("{}", w.diagnostic());
     }
@@ -83,6 +84,5 @@ pub async fn placer_for(
     Ok(Some(Arc::new(placer::Placer::new(
         joined.cluster,
         max_local,
-        project.to_path_buf(),
     ))))
 }

@@ -8,9 +8,7 @@
 //! be reached for the start, or is at capacity, gets the child back here; a node that refuses
 //! it (its pin, its grants) is the delegation's refusal.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mur_actors::placement::{ChildPlacer, Offer, Placed};
@@ -23,59 +21,16 @@ use super::wire::{to_json, HostMsg, StartAnswer, StartRequest, PROTOCOL_VERSION}
 /// How long a node may take to start a child.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One capsule archive as sent to nodes: its bytes and its pin.
-struct Archive {
-    bytes: Vec<u8>,
-    sha256: String,
-}
-
 /// The placer `mur run --nodes` gives the Supervisor.
 pub struct Placer {
     cluster: Arc<Cluster>,
     max_local: usize,
-    project: PathBuf,
-    archives: Mutex<HashMap<(String, String), Arc<Archive>>>,
 }
 
 impl Placer {
-    /// A placer over `cluster`, spilling past `max_local` live children, reading capsules
-    /// from the stores of `project`.
-    pub fn new(cluster: Arc<Cluster>, max_local: usize, project: PathBuf) -> Placer {
-        Placer {
-            cluster,
-            max_local,
-            project,
-            archives: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The capsule's archive, read once per name and version.
-    async fn archive(&self, capsule: &str, version: &str) -> Result<Arc<Archive>, String> {
-        let key = (capsule.to_string(), version.to_string());
-        if let Some(a) = self
-            .archives
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            return Ok(a.clone());
-        }
-        let name = crate::manifest::ArtifactName::parse(capsule).map_err(|e| e.to_string())?;
-        let (project, version) = (self.project.clone(), version.to_string());
-        let stored = tokio::task::spawn_blocking(move || {
-            crate::artifact::stored_capsule(&project, &name, &version)
-        })
-        .await
-        .map_err(|e| e.to_string())??;
-        let archive = Arc::new(Archive {
-            bytes: stored.bytes,
-            sha256: stored.sha256,
-        });
-        self.archives
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, archive.clone());
-        Ok(archive)
+    /// A placer over `cluster`, spilling past `max_local` live children.
+    pub fn new(cluster: Arc<Cluster>, max_local: usize) -> Placer {
+        Placer { cluster, max_local }
     }
 
     /// The node to use and its host, reserving a slot there; `None`: run here.
@@ -104,7 +59,7 @@ impl ChildPlacer for Placer {
             return here(offer);
         };
         let r = &offer.request;
-        let archive = match self.archive(&r.capsule, &r.version).await {
+        let archive = match self.cluster.archive(&r.capsule, &r.version).await {
             Ok(a) => a,
             Err(why) => {
                 self.cluster.release(&node);
@@ -123,6 +78,8 @@ impl ChildPlacer for Placer {
             parent_session_id: r.parent_session_id.clone(),
             parent_grants: r.parent_grants.clone(),
             depth: r.depth,
+            max_depth: offer.max_depth,
+            max_children: offer.max_children,
         };
         let args = StandInArgs {
             session_id: r.session_id.clone(),
@@ -146,6 +103,9 @@ impl ChildPlacer for Placer {
             live_in_tree,
             parent,
             report,
+            records,
+            max_depth,
+            max_children,
         } = offer;
         self.cluster.children().insert(
             session_id.clone(),
@@ -155,6 +115,7 @@ impl ChildPlacer for Placer {
                 remote_records: None,
                 report,
                 standin: standin.clone(),
+                records: records.clone(),
             },
         );
         let answer = host
@@ -203,6 +164,9 @@ impl ChildPlacer for Placer {
                 live_in_tree,
                 parent,
                 report: child.report,
+                records,
+                max_depth,
+                max_children,
             }),
         }
     }

@@ -5,7 +5,9 @@
 //! each field as bytes (`BytesConvertable`), an `#[rpc]` variant with its reply port. Payloads
 //! are JSON inside a `String` field because a field's decoding cannot fail in that trait; a
 //! handler parses the JSON and answers a malformed one with a refusal. Artifact and trace bytes
-//! travel as `Vec<u8>` fields, unencoded.
+//! travel as `Vec<u8>` fields, unencoded: several traces as one field, one after another, with
+//! their paths and lengths in the JSON beside them ([`TracePart`]); an archive fetched by a node
+//! as one reply, a JSON header and the bytes ([`pack_fetched`]).
 
 use ractor::RpcReplyPort;
 use ractor_cluster::RactorClusterMessage;
@@ -16,7 +18,7 @@ use mur_actors::spec::Grants;
 
 /// The version of the payloads below. A parent and a node with different versions do not
 /// work together: the parent marks the node unavailable at its hello.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The process group every node's host actor joins.
 pub const HOST_GROUP: &str = "mur.host";
@@ -49,8 +51,69 @@ pub enum HostMsg {
 /// Messages a parent's edge actor takes (sent by nodes, across the network).
 #[derive(RactorClusterMessage)]
 pub enum EdgeMsg {
-    /// A child ended: an [`EndReport`] as JSON and the child's trace.
+    /// A child ended: an [`EndReport`] as JSON and its traces ([`EndReport::traces`]).
     Ended(String, Vec<u8>),
+    /// A child on the node delegates: a [`FetchRequest`] as JSON; answers the capsule's
+    /// `.mur.zip` from the parent's stores, with its pin ([`pack_fetched`]).
+    #[rpc]
+    Fetch(String, RpcReplyPort<Vec<u8>>),
+}
+
+/// A node asks its parent for a capsule a child there delegates to.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FetchRequest {
+    /// Full capsule name.
+    pub capsule: String,
+    /// Exact version.
+    pub version: String,
+}
+
+/// The parent's answer to a fetch: the header before the archive's bytes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub enum Fetched {
+    /// The archive follows; the node runs it only if its bytes hash to this.
+    Found {
+        /// The sha256 the parent's store pins it to.
+        sha256: String,
+    },
+    /// Not in the parent's stores (or unreadable there): the sentence.
+    Refused(String),
+}
+
+/// One reply: the header's length (4 bytes, big-endian), the header as JSON, the archive.
+pub fn pack_fetched(header: &Fetched, archive: &[u8]) -> Vec<u8> {
+    let json = to_json(header);
+    let mut out = Vec::with_capacity(4 + json.len() + archive.len());
+    out.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    out.extend_from_slice(json.as_bytes());
+    out.extend_from_slice(archive);
+    out
+}
+
+/// The header and the archive of a [`pack_fetched`] reply; a sentence when it is malformed.
+pub fn unpack_fetched(reply: &[u8]) -> Result<(Fetched, &[u8]), String> {
+    let malformed = |why: &str| format!("the parent's answer to a fetch is malformed: {why}");
+    let (len, rest) = reply
+        .split_first_chunk::<4>()
+        .ok_or_else(|| malformed("shorter than its header"))?;
+    let len = u32::from_be_bytes(*len) as usize;
+    if rest.len() < len {
+        return Err(malformed("shorter than its header"));
+    }
+    let (json, archive) = rest.split_at(len);
+    let header = serde_json::from_slice(json).map_err(|e| malformed(&e.to_string()))?;
+    Ok((header, archive))
+}
+
+/// One trace of an [`EndReport`]: where it goes under the child's records folder, and how many
+/// of the bytes that come with the report are its.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TracePart {
+    /// `trace.jsonl` for the child's own, `children/<ses>/…/trace.jsonl` for a session it
+    /// delegated to on the node.
+    pub path: String,
+    /// Its length in bytes.
+    pub len: u64,
 }
 
 /// A node's answer to hello.
@@ -91,6 +154,10 @@ pub struct StartRequest {
     pub parent_grants: Grants,
     /// Depth in the tree.
     pub depth: u32,
+    /// The root's `--max-depth`: the bound of the child's own delegations on the node.
+    pub max_depth: u32,
+    /// The root's `--max-children`: live sub-capsules per session, on the node too.
+    pub max_children: u32,
 }
 
 /// A node's answer to a start.
@@ -130,8 +197,12 @@ pub struct EndReport {
     pub shell_calls: u32,
     /// Wall time.
     pub duration_ms: u64,
-    /// Set when the trace was too large to send: where it is on the node.
+    /// Set when the traces were too large to send: where they are on the node.
     pub trace_left_at: Option<String>,
+    /// The traces sent with the report, in the order of their bytes: the child's own, then
+    /// those of the sessions it delegated to on the node.
+    #[serde(default)]
+    pub traces: Vec<TracePart>,
 }
 
 impl EndReport {
@@ -149,6 +220,7 @@ impl EndReport {
             shell_calls: r.totals.shell_calls,
             duration_ms: r.duration_ms,
             trace_left_at: None,
+            traces: Vec::new(),
         }
     }
 
@@ -204,5 +276,30 @@ mod tests {
         };
         let back: EndReport = serde_json::from_str(&to_json(&EndReport::of(&r, None))).unwrap();
         assert_eq!(back.to_report(), r);
+    }
+
+    #[test]
+    fn a_fetch_reply_is_its_header_then_the_archive() {
+        let header = Fetched::Found {
+            sha256: "ab".repeat(32),
+        };
+        let reply = pack_fetched(&header, b"PK\x03\x04zip");
+        assert_eq!(
+            unpack_fetched(&reply).unwrap(),
+            (header, &b"PK\x03\x04zip"[..])
+        );
+        // Short, lying about its length, or not JSON: a sentence, never a panic.
+        for bad in [
+            &b""[..],
+            &b"\0\0"[..],
+            &b"\0\0\0\x09{}"[..],
+            &b"\0\0\0\x02no"[..],
+        ] {
+            let why = unpack_fetched(bad).unwrap_err();
+            assert!(
+                why.starts_with("the parent's answer to a fetch is malformed"),
+                "{why}"
+            );
+        }
     }
 }

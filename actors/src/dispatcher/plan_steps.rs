@@ -37,9 +37,7 @@ impl PlanSteps {
 
     fn delegation_line(
         &self,
-        capsule: &str,
-        version: &str,
-        ids: (Option<&str>, Option<&str>),
+        step: &StepLine<'_>,
         duration_ms: u64,
         outcome: &str,
         reason: Option<&str>,
@@ -47,18 +45,28 @@ impl PlanSteps {
         self.emit(events::delegation(
             &self.session_event,
             &DelegationEnd {
-                capsule,
-                version,
-                delegation_id: ids.0,
-                child_session_id: ids.1,
+                capsule: step.capsule,
+                version: step.version,
+                delegation_id: step.ids.0,
+                child_session_id: step.ids.1,
                 duration_ms,
                 outcome,
                 reason,
                 usage: None,
-                node: None,
+                node: step.node,
             },
         ));
     }
+}
+
+/// What every `delegation` line of one capsule step repeats.
+struct StepLine<'a> {
+    capsule: &'a str,
+    version: &'a str,
+    /// The delegation and child session ids, once it started.
+    ids: (Option<&'a str>, Option<&'a str>),
+    /// The node it ran on, when it ran on one.
+    node: Option<&'a str>,
 }
 
 #[async_trait]
@@ -133,7 +141,13 @@ impl StepRunner for PlanSteps {
             Ok(s) => s,
             Err(refusal) => {
                 let reason = refusal.message;
-                self.delegation_line(&full, version, (None, None), 0, "refused", Some(&reason));
+                let line = StepLine {
+                    capsule: &full,
+                    version,
+                    ids: (None, None),
+                    node: None,
+                };
+                self.delegation_line(&line, 0, "refused", Some(&reason));
                 return StepOutcome::Failed { error: reason };
             }
         };
@@ -149,15 +163,20 @@ impl StepRunner for PlanSteps {
                 node: started.node.as_deref(),
             },
         ));
-        let ids = (
-            Some(started.delegation_id.as_str()),
-            Some(started.session_id.as_str()),
-        );
+        let line = StepLine {
+            capsule: &full,
+            version,
+            ids: (
+                Some(started.delegation_id.as_str()),
+                Some(started.session_id.as_str()),
+            ),
+            node: started.node.as_deref(),
+        };
         let deadline = self.delegation.deadline();
         let elapsed = || started_at.elapsed().as_millis() as u64;
         match tokio::time::timeout(deadline, rx).await {
             Ok(Ok(o)) if o.status == OutcomeStatus::Ok => {
-                self.delegation_line(&full, version, ids, elapsed(), "completed", None);
+                self.delegation_line(&line, elapsed(), "completed", None);
                 StepOutcome::Success {
                     output: truncate(&o.answer, MAX_ANSWER_BYTES),
                 }
@@ -166,13 +185,13 @@ impl StepRunner for PlanSteps {
                 let reason = o
                     .detail
                     .unwrap_or_else(|| format!("the sub-capsule ended {}", o.status.as_str()));
-                self.delegation_line(&full, version, ids, elapsed(), "failed", Some(&reason));
+                self.delegation_line(&line, elapsed(), "failed", Some(&reason));
                 StepOutcome::Failed { error: reason }
             }
             Ok(Err(_)) => {
                 self.delegation.forget(&started.session_id);
                 let reason = "the sub-capsule crashed before it reported".to_string();
-                self.delegation_line(&full, version, ids, elapsed(), "failed", Some(&reason));
+                self.delegation_line(&line, elapsed(), "failed", Some(&reason));
                 StepOutcome::Failed { error: reason }
             }
             Err(_) => {
@@ -185,7 +204,7 @@ impl StepRunner for PlanSteps {
                     "the sub-capsule was still running after {} s (lifecycle.delegation_deadline_secs) and was ended",
                     deadline.as_secs_f64()
                 );
-                self.delegation_line(&full, version, ids, elapsed(), "timed_out", Some(&reason));
+                self.delegation_line(&line, elapsed(), "timed_out", Some(&reason));
                 StepOutcome::Failed { error: reason }
             }
         }
