@@ -1,14 +1,17 @@
 //! A `mur node` checks what it is asked to run itself, whatever its parent checked: the
 //! capsule's bytes against their sha256 pin, the child's grants against the parent's, and the
 //! protocol version. This test is a parent speaking to a real node through the cluster's own
-//! client (`mur::cluster::connect`), sending starts no `mur run` would send.
+//! client (`mur::cluster::connect`), sending starts no `mur run` would send; and a parent
+//! meeting a node of another protocol version, which it does not use.
 
 mod common;
 
 use std::time::Duration;
 
 use common::*;
-use mur::cluster::wire::{to_json, HostMsg, StartAnswer, StartRequest, PROTOCOL_VERSION};
+use mur::cluster::wire::{
+    to_json, Hello, HostMsg, StartAnswer, StartRequest, HOST_GROUP, PROTOCOL_VERSION,
+};
 use mur_actors::spec::Grants;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,4 +100,78 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
     // Nothing was started.
     assert!(list(&p.path().join("node/sessions")).is_empty());
     drop(node);
+}
+
+/// A node's host that says it speaks the next protocol version.
+struct NextProtocolHost;
+
+#[ractor::async_trait]
+impl ractor::Actor for NextProtocolHost {
+    type Msg = HostMsg;
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        myself: ractor::ActorRef<HostMsg>,
+        _: (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        ractor::pg::join(HOST_GROUP.to_string(), vec![myself.get_cell()]);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _: ractor::ActorRef<HostMsg>,
+        msg: HostMsg,
+        _: &mut (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        if let HostMsg::Hello(_, reply) = msg {
+            let _ = reply.send(to_json(&Hello {
+                protocol: PROTOCOL_VERSION + 1,
+                name: "next".into(),
+                capacity: 4,
+                live: 0,
+            }));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_marks_a_node_of_another_protocol_unavailable() {
+    // A node of a later mur: ractor_cluster's own server, as `mur node` starts it, whose host
+    // answers hello with the next protocol version.
+    let server = mur::cluster::node::start_server("c".into(), "next-node", "localhost")
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(mur::cluster::node::accept_loop(listener, server, None));
+    ractor::Actor::spawn(None, NextProtocolHost, ())
+        .await
+        .unwrap();
+    let p = Project::new();
+    let joined = mur::cluster::connect::join(
+        std::slice::from_ref(&addr),
+        "c".into(),
+        Duration::from_secs(5),
+        None,
+        p.path(),
+    )
+    .await
+    .unwrap();
+    assert!(joined.cluster.nodes().is_empty(), "the node was used");
+    let warnings: Vec<String> = joined
+        .unavailable
+        .iter()
+        .map(|w| w.diagnostic().to_string())
+        .collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "warning[W-CLU-005]: node {addr} is unavailable: it speaks mur cluster protocol {}, this mur speaks {PROTOCOL_VERSION}\n  hint: the run goes on with the other nodes and this machine",
+            PROTOCOL_VERSION + 1
+        )]
+    );
 }

@@ -8,7 +8,8 @@
 //! parent's [`edge`] (a child ended), joined to a group named after the parent. The kernel
 //! only sees the [`mur_actors::placement::ChildPlacer`] hook ([`placer`]) and a local stand-in
 //! actor for each remote child ([`standin`]), so a remote child settles exactly as a local one
-//! does. docs/cluster.md has the design, the placement policy and the security notes.
+//! does; on the node, a child delegates through its parent's stores ([`parent_store`]).
+//! docs/cluster.md has the design, the placement policy and the security notes.
 
 pub mod config;
 pub mod connect;

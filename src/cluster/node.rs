@@ -179,7 +179,7 @@ pub async fn start_server(
 
 /// Hand every accepted connection to the node server (after its TLS handshake, when the node
 /// has a certificate: each in a task of its own, so a slow peer holds up no other).
-async fn accept_loop(
+pub async fn accept_loop(
     listener: tokio::net::TcpListener,
     server: ractor::ActorRef<NodeServerMessage>,
     tls: Option<tokio_rustls::TlsAcceptor>,
