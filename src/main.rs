@@ -164,6 +164,23 @@ fn init_logs(verbose: u8, progress: Option<indicatif::MultiProgress>) {
         .try_init();
 }
 
+/// Run a command that needs the async runtime; its exit code. When it is done, everything it
+/// owes is done (lines written, records flushed, output printed): no command of a tool call
+/// outlives the process, and idle runtime threads are not waited for on the way out.
+fn on_runtime(command: impl std::future::Future<Output = i32>) -> i32 {
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let code = rt.block_on(command);
+    mur::contain::spawn::end_of_process();
+    rt.shutdown_background();
+    code
+}
+
 fn main() -> ExitCode {
     // A panic inside a session (say, a driver bug) is a crash of that session, reported as an
     // outcome; one log line says where, instead of a backtrace on the user's terminal.
@@ -180,65 +197,19 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             let progress = mur::progress::wanted(args.quiet).then(mur::progress::start);
             init_logs(args.verbose, progress);
-            let rt = match tokio::runtime::Runtime::new() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
-                    return ExitCode::from(1);
-                }
-            };
-            let code = rt.block_on(mur::run::run(args));
-            // Everything the run owes is done (lines written, records flushed, output
-            // printed): idle threads are not waited for on the way out, and no command of a
-            // tool call outlives the process.
-            mur::contain::spawn::end_of_process();
-            rt.shutdown_background();
-            code
+            on_runtime(mur::run::run(args))
         }
         Command::Node(args) => {
             init_logs(0, None);
-            match tokio::runtime::Runtime::new() {
-                Ok(rt) => {
-                    let code = rt.block_on(mur::cluster::node::run(args));
-                    mur::contain::spawn::end_of_process();
-                    rt.shutdown_background();
-                    code
-                }
-                Err(e) => {
-                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
-                    1
-                }
-            }
+            on_runtime(mur::cluster::node::run(args))
         }
         Command::Replay(args) => {
             init_logs(0, None);
-            match tokio::runtime::Runtime::new() {
-                Ok(rt) => {
-                    let code = rt.block_on(mur::replay::run(args));
-                    mur::contain::spawn::end_of_process();
-                    rt.shutdown_background();
-                    code
-                }
-                Err(e) => {
-                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
-                    1
-                }
-            }
+            on_runtime(mur::replay::run(args))
         }
         Command::Resume(args) => {
             init_logs(0, None);
-            match tokio::runtime::Runtime::new() {
-                Ok(rt) => {
-                    let code = rt.block_on(mur::resume::run(args));
-                    mur::contain::spawn::end_of_process();
-                    rt.shutdown_background();
-                    code
-                }
-                Err(e) => {
-                    mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
-                    1
-                }
-            }
+            on_runtime(mur::resume::run(args))
         }
         Command::Doctor {
             manifest,

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::artifact::store::Stored;
 use mur_actors::durable::{RecordSync, SessionRecords};
 use mur_actors::session::{ExitStatus, ReportSink, SessionMsg, SessionReport};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -56,14 +57,6 @@ pub struct RemoteChild {
     pub records: RecordSync,
 }
 
-/// One capsule archive as sent to nodes: its bytes and its pin.
-pub struct Archive {
-    /// The `.mur.zip`.
-    pub bytes: Vec<u8>,
-    /// Its sha256, as the store pins it.
-    pub sha256: String,
-}
-
 /// The parent's view of the cluster.
 pub struct Cluster {
     /// This process's node name.
@@ -81,7 +74,7 @@ pub struct Cluster {
     /// The project whose stores the capsules sent to nodes come from.
     pub project: PathBuf,
     /// Those capsules, read once per name and version.
-    pub archives: Mutex<HashMap<(String, String), Arc<Archive>>>,
+    pub archives: Mutex<HashMap<(String, String), Arc<Stored>>>,
 }
 
 impl Cluster {
@@ -97,7 +90,7 @@ impl Cluster {
 
     /// A capsule's archive from the project's stores (or the global one), read once per name
     /// and version: what a child placed on a node runs, and what a child there delegates to.
-    pub async fn archive(&self, capsule: &str, version: &str) -> Result<Arc<Archive>, String> {
+    pub async fn archive(&self, capsule: &str, version: &str) -> Result<Arc<Stored>, String> {
         let key = (capsule.to_string(), version.to_string());
         let cached = self
             .archives
@@ -110,15 +103,12 @@ impl Cluster {
         }
         let name = crate::manifest::ArtifactName::parse(capsule).map_err(|e| e.to_string())?;
         let (project, version) = (self.project.clone(), version.to_string());
-        let stored = tokio::task::spawn_blocking(move || {
+        let archive = tokio::task::spawn_blocking(move || {
             crate::artifact::stored_capsule(&project, &name, &version)
         })
         .await
         .map_err(|e| e.to_string())??;
-        let archive = Arc::new(Archive {
-            bytes: stored.bytes,
-            sha256: stored.sha256,
-        });
+        let archive = Arc::new(archive);
         self.archives
             .lock()
             .unwrap_or_else(|p| p.into_inner())

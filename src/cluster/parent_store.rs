@@ -71,7 +71,8 @@ impl ParentStore {
             .contains_key(&(capsule.to_string(), version.to_string()))
     }
 
-    /// Check `bytes` against `sha256` and extract them (once) as `capsule@version`.
+    /// Check `bytes` against `sha256` and extract them (once) as `capsule@version`; both off
+    /// the runtime threads (an archive may be megabytes).
     pub async fn add(
         &self,
         capsule: &str,
@@ -79,17 +80,16 @@ impl ParentStore {
         sha256: &str,
         bytes: Vec<u8>,
     ) -> Result<(), String> {
-        let actual = mur_actors::text::sha256_hex(&bytes);
-        if actual != sha256 {
-            return Err(format!(
-                "delegation refused by node {}: the artifact of '{capsule}@{version}' does not match its pin (pinned sha256 {sha256}, the bytes received hash to {actual})",
-                self.node
-            ));
-        }
         let dest = capsule_dir(&self.capsules, capsule, version, sha256)?;
         let what = format!("{capsule}@{version}");
-        let d = dest.clone();
+        let (d, pin, node) = (dest.clone(), sha256.to_string(), self.node.clone());
         tokio::task::spawn_blocking(move || {
+            let actual = mur_actors::text::sha256_hex(&bytes);
+            if actual != pin {
+                return Err(format!(
+                    "delegation refused by node {node}: the artifact of '{what}' does not match its pin (pinned sha256 {pin}, the bytes received hash to {actual})"
+                ));
+            }
             crate::artifact::extract_capsule(&bytes, &what, &format!("{what} from the parent"), &d)
         })
         .await

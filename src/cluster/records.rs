@@ -25,12 +25,9 @@ pub fn write_copies(
     bytes: &[u8],
     left_at: Option<&str>,
 ) -> std::io::Result<()> {
-    std::fs::create_dir_all(records_dir)?;
     if let Some(at) = left_at {
-        return std::fs::write(
-            records_dir.join(INCOMPLETE_FILE),
-            format!("the trace was too large to copy; it is on the node at {at}\n"),
-        );
+        let why = format!("the trace was too large to copy; it is on the node at {at}");
+        return mark_incomplete(records_dir, &why);
     }
     let mut pieces = Vec::with_capacity(parts.len());
     let mut rest = bytes;
@@ -56,6 +53,7 @@ pub fn write_copies(
         rest = tail;
     }
     for (rel, piece) in pieces {
+        // `rel` ends with the file name: its folder is inside `records_dir`, or that itself.
         let path = records_dir.join(rel);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;

@@ -227,11 +227,22 @@ fn spawn(cmd: &Command) -> io::Result<Child> {
         reap_blocking(&pidfd);
         return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
     }
-    if let Err(e) = LIVE.add(pid, &pidfd, group) {
-        pidfd_kill(&pidfd);
-        reap_blocking(&pidfd);
-        return Err(e);
-    }
+    // From here on a failure must not leave the command running.
+    let streams = (|| {
+        Ok::<_, io::Error>((
+            stdin_parent.map(pipe::Sender::from_owned_fd).transpose()?,
+            pipe::Receiver::from_owned_fd(out_r)?,
+            pipe::Receiver::from_owned_fd(err_r)?,
+        ))
+    })();
+    let (stdin, stdout, stderr) =
+        match streams.and_then(|s| LIVE.add(pid, &pidfd, group).map(|_| s)) {
+            Ok(s) => s,
+            Err(e) => {
+                abandon(pid, &pidfd, group);
+                return Err(e);
+            }
+        };
     // SAFETY: the AsyncFd owns the pidfd for its whole life.
     let pidfd =
         match unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) } {
@@ -239,19 +250,36 @@ fn spawn(cmd: &Command) -> io::Result<Child> {
             Err(e) => {
                 let (fd, e) = e.into_parts();
                 LIVE.remove(pid);
-                pidfd_kill(&fd);
-                reap_blocking(&fd);
+                abandon(pid, &fd, group);
                 return Err(e);
             }
         };
     Ok(Child {
         pid,
         pidfd: Some(pidfd),
-        stdin: stdin_parent.map(pipe::Sender::from_owned_fd).transpose()?,
-        stdout: Some(pipe::Receiver::from_owned_fd(out_r)?),
-        stderr: Some(pipe::Receiver::from_owned_fd(err_r)?),
+        stdin,
+        stdout: Some(stdout),
+        stderr: Some(stderr),
         group,
     })
+}
+
+/// Kill a started command: through its pidfd (never a recycled pid), and its process group
+/// too when it has no PID namespace of its own to take its tree with it.
+fn kill_tree(pid: libc::pid_t, pidfd: &OwnedFd, group: bool) {
+    if group {
+        // SAFETY: signals only.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
+    pidfd_kill(pidfd);
+}
+
+/// Kill and reap a command whose start failed after its clone.
+fn abandon(pid: libc::pid_t, pidfd: &OwnedFd, group: bool) {
+    kill_tree(pid, pidfd, group);
+    reap_blocking(pidfd);
 }
 
 unsafe fn environ_ptr() -> *const *const libc::c_char {
@@ -481,19 +509,19 @@ fn pidfd_kill(fd: &OwnedFd) {
 
 impl Drop for Child {
     fn drop(&mut self) {
-        // Its process group may hold processes even after the leader was reaped.
-        if self.group {
-            // SAFETY: signals only.
-            unsafe {
-                libc::killpg(self.pid, libc::SIGKILL);
-            }
-        }
         let Some(fd) = self.pidfd.take() else {
+            // Reaped already; its process group may still hold processes.
+            if self.group {
+                // SAFETY: signals only.
+                unsafe {
+                    libc::killpg(self.pid, libc::SIGKILL);
+                }
+            }
             return;
         };
         LIVE.remove(self.pid);
         let fd = fd.into_inner();
-        pidfd_kill(&fd);
+        kill_tree(self.pid, &fd, self.group);
         // Reap it off the runtime threads: SIGKILL is prompt, but not instant.
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
@@ -606,13 +634,7 @@ impl Live {
         let started = std::mem::take(&mut state.started);
         drop(state);
         for (pid, (fd, group)) in &started {
-            if *group {
-                // SAFETY: signals only.
-                unsafe {
-                    libc::killpg(*pid, libc::SIGKILL);
-                }
-            }
-            pidfd_kill(fd);
+            kill_tree(*pid, fd, *group);
         }
         started.len()
     }
