@@ -176,6 +176,53 @@ fn six_children_spread_over_two_nodes_all_ok_with_their_traces_home() {
 }
 
 #[test]
+fn on_a_node_the_parent_hears_ok_crashed_and_terminated_as_it_would_here() {
+    // examples/supervision with every child on the node: one answers, one's driver panics
+    // 100 ms in, one hangs past the 2 s delegation deadline.
+    let p = Project::example_set_up("supervision");
+    let node = Node::start(p.path(), "node-a", COOKIE);
+    let out = run_cmd(&p, &[&node]).output().unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let root = &p.sessions()[0];
+    let mut ends: Vec<(String, String, String)> = outcomes(root)
+        .iter()
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap_or_default().to_string();
+            (s("capsule"), s("outcome"), s("node"))
+        })
+        .collect();
+    ends.sort();
+    let on = |capsule: &str, outcome: &str| {
+        (capsule.to_string(), outcome.to_string(), node.name.clone())
+    };
+    assert_eq!(
+        ends,
+        [
+            on("local/answerer", "ok"),
+            on("local/crasher", "crashed"),
+            on("local/hanger", "terminated"),
+        ]
+    );
+    let result = std::fs::read_to_string(root.join("out/result.txt")).unwrap();
+    assert!(
+        result.contains(&format!("crashed on node {}: the session crashed: the crasher's model driver panicked on purpose", node.name)),
+        "{result}"
+    );
+    // Every child's trace came home whole, the crashed one's too.
+    let kids = children_dirs(root);
+    assert_eq!(kids.len(), 3, "{kids:?}");
+    for k in &kids {
+        let t = trace(&k.join("trace.jsonl"));
+        assert_eq!(
+            t.last().unwrap()["event_type"],
+            "session_end",
+            "{}",
+            k.display()
+        );
+    }
+}
+
+#[test]
 fn a_plans_capsule_step_on_a_node_names_the_node_at_start_and_end() {
     let p = fan_out_project("echo planned");
     p.write(
@@ -263,26 +310,25 @@ fn count_alive(marker: &str) -> usize {
         .count()
 }
 
-#[test]
-fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
-    let marker = format!("never-{}", uuid_like());
-    let p = fan_out_project(&format!(
-        "while [ ! -e /nonexistent/{marker} ]; do sleep 0.05; done"
-    ));
-    let (a, b) = two_nodes(&p);
-    let root = spawn_root(&p, &[&a, &b]);
-    let nodes_state = || {
+/// Start the root on `nodes`, Ctrl-C it once `commands` commands holding `marker` run, check
+/// it ends `canceled`, and wait until no such command is left on any node.
+fn interrupt_once_running(p: &Project, nodes: &[&Node], marker: &str, commands: usize) {
+    let root = spawn_root(p, nodes);
+    let state = || {
+        let on: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("{} on {}", n.sessions_started(), n.name))
+            .collect();
         format!(
-            ": {} commands alive; sessions on a: {}, on b: {}",
-            count_alive(&marker),
-            a.sessions_started(),
-            b.sessions_started()
+            ": {} commands alive; sessions {}",
+            count_alive(marker),
+            on.join(", ")
         )
     };
     wait_or(
-        "six remote commands running",
-        || count_alive(&marker) >= 6,
-        nodes_state,
+        &format!("{commands} remote commands running"),
+        || count_alive(marker) >= commands,
+        state,
     );
     // SAFETY: kill only signals the child process this test started.
     unsafe { libc::kill(root.id() as i32, libc::SIGINT) };
@@ -294,16 +340,103 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
         stderr(&out)
     );
     wait_or(
-        "no command left on either node",
-        || count_alive(&marker) == 0,
-        nodes_state,
+        "no command left on any node",
+        || count_alive(marker) == 0,
+        state,
     );
+}
+
+#[test]
+fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
+    let marker = format!("never-{}", uuid_like());
+    let p = fan_out_project(&format!(
+        "while [ ! -e /nonexistent/{marker} ]; do sleep 0.05; done"
+    ));
+    let (a, b) = two_nodes(&p);
+    interrupt_once_running(&p, &[&a, &b], &marker, 6);
     let root = &p.sessions()[0];
     let t = trace(&root.join("trace.jsonl"));
     assert_eq!(t.last().unwrap()["event_type"], "session_end");
     six_whole_child_traces(root);
     // The nodes hold no child any more.
     drop((a, b));
+}
+
+#[test]
+fn ctrl_c_at_the_root_ends_grandchildren_running_on_a_node() {
+    // root → middle (on the node) → two leaves (in the middle's tree, on the node), each
+    // running a command that never ends by itself.
+    let marker = format!("never-{}", uuid_like());
+    let p = Project::new();
+    let shell = "capabilities:\n  shell:\n    allow: [bash, sleep]\n";
+    p.write("leaf/murmur.yaml", &scripted_manifest("leaf", shell));
+    let wait = format!("while [ ! -e /nonexistent/{marker} ]; do sleep 0.05; done");
+    let leaf = serde_json::json!({"turns": [
+        {"call": [{"tool": "bash", "input": {"command": wait}}]},
+        {"say": "the leaf's command ended"},
+    ]});
+    p.write("leaf/script.yaml", &leaf.to_string());
+    p.write(
+        "middle/murmur.yaml",
+        &scripted_manifest(
+            "middle",
+            "capabilities:\n  shell:\n    allow: [bash, sleep]\n  spawn:\n    allow: [local/leaf]\n",
+        ),
+    );
+    let delegate = |capsule: &str| serde_json::json!({"tool": "delegate-task", "input": {"capsule": capsule, "version": "0.1.0", "task": "go"}});
+    let middle = serde_json::json!({"turns": [
+        {"call": [delegate("leaf"), delegate("leaf")]},
+        {"say": "waiting for the leaves"},
+        {"say": "the leaves ended"},
+    ]});
+    p.write("middle/script.yaml", &middle.to_string());
+    p.write(
+        "murmur.yaml",
+        &scripted_manifest(
+            "root",
+            "capabilities:\n  shell:\n    allow: [bash, sleep]\n  spawn:\n    allow: [local/middle, local/leaf]\n",
+        ),
+    );
+    for name in ["leaf", "middle"] {
+        let zip = format!("{name}-0.1.0.mur.zip");
+        let out = p.mur(&["build", name, "-o", &zip]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = p.mur(&["install", &format!("./{zip}")]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let root_script = serde_json::json!({"turns": [
+        {"call": [delegate("middle")]},
+        {"say": "waiting for the middle"},
+        {"say": "the middle ended"},
+    ]});
+    p.write("script.yaml", &root_script.to_string());
+    let node = Node::start(p.path(), "node-a", COOKIE);
+    interrupt_once_running(&p, &[&node], &marker, 2);
+    // Root, middle and both leaves: each trace is in the root's records and ends whole.
+    let root = &p.sessions()[0];
+    let ends = outcomes(root);
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    // A canceled parent ends its children: upstream's terminal line for each.
+    let ended = |l: &Value| {
+        l["outcome"] == "terminated" && l["reason"] == "the delegating task was cancelled"
+    };
+    assert!(ended(&ends[0]), "{}", ends[0]);
+    assert_eq!(ends[0]["node"], node.name.as_str());
+    let mid = &children_dirs(root)[0];
+    let leaves = children_dirs(mid);
+    assert_eq!(leaves.len(), 2, "{leaves:?}");
+    for dir in [root, mid].into_iter().chain(&leaves) {
+        let t = trace(&dir.join("trace.jsonl"));
+        assert_eq!(
+            t.last().unwrap()["event_type"],
+            "session_end",
+            "{}",
+            dir.display()
+        );
+    }
+    let leaf_ends = outcomes(mid);
+    assert_eq!(leaf_ends.len(), 2, "{leaf_ends:?}");
+    assert!(leaf_ends.iter().all(ended), "{leaf_ends:?}");
 }
 
 fn uuid_like() -> String {

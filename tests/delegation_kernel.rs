@@ -530,3 +530,129 @@ turns:
     assert_eq!(end("acme/near")["outcome"], "ok");
     assert_eq!(t.last().unwrap()["event_type"], "session_end");
 }
+
+/// A placer whose children run "elsewhere" and take a while to end once canceled, as a remote
+/// child does (its node ends it, then its trace travels home): `acme/slow` then reports,
+/// `acme/dies` then fails. Each writes `wound-down` in its records folder just before.
+struct SlowToEnd;
+
+/// The stand-in [`SlowToEnd`] places.
+struct WindsDown;
+
+/// What a [`WindsDown`] stand-in holds.
+struct WindsDownState {
+    report: Option<mur_actors::session::ReportSink>,
+    session_id: String,
+    records_dir: PathBuf,
+    dies: bool,
+}
+
+#[async_trait]
+impl Actor for WindsDown {
+    type Msg = mur_actors::session::SessionMsg;
+    type State = WindsDownState;
+    type Arguments = WindsDownState;
+
+    async fn pre_start(
+        &self,
+        _myself: ractor::ActorRef<Self::Msg>,
+        args: WindsDownState,
+    ) -> Result<WindsDownState, ractor::ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        myself: ractor::ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut WindsDownState,
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        if let mur_actors::session::SessionMsg::Cancel { .. } = msg {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            std::fs::create_dir_all(&state.records_dir).unwrap();
+            std::fs::write(state.records_dir.join("wound-down"), "").unwrap();
+            if state.dies {
+                return Err("it died winding down".into());
+            }
+            if let Some(report) = state.report.take() {
+                report(SessionReport {
+                    session_id: state.session_id.clone(),
+                    exit_status: ExitStatus::Canceled,
+                    result: "error: task canceled".into(),
+                    totals: Default::default(),
+                    duration_ms: 1,
+                    trace_error: None,
+                });
+            }
+            myself.stop(None);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl mur_actors::placement::ChildPlacer for SlowToEnd {
+    async fn place(&self, offer: mur_actors::placement::Offer) -> mur_actors::placement::Placed {
+        let state = WindsDownState {
+            dies: offer.request.capsule == "acme/dies",
+            session_id: offer.request.session_id,
+            records_dir: offer.request.paths.records_dir,
+            report: Some(offer.report),
+        };
+        let (child, _) = Actor::spawn_linked(None, WindsDown, state, offer.parent.clone())
+            .await
+            .unwrap();
+        mur_actors::placement::Placed::There {
+            child,
+            node: "far-node".into(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_parent_reports_only_once_the_children_its_deadlines_ended_have_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "
+turns:
+  - call:
+      - {tool: delegate-task, input: {capsule: slow, version: '0.1.0', task: 'x'}}
+      - {tool: delegate-task, input: {capsule: dies, version: '0.1.0', task: 'x'}}
+  - say: waiting
+  - say: 'done: {{last}}'
+";
+    let resolver = Scripts(HashMap::from(["acme/slow", "acme/dies"].map(|c| {
+        (
+            c.to_string(),
+            ("turns:\n  - say: never\n".to_string(), Grants::default()),
+        )
+    })));
+    let (id, paths, records) = root_paths(dir.path());
+    let mut root = spec_for(
+        "parent",
+        parent,
+        spawn_grants(&["slow", "dies"]),
+        id,
+        paths,
+        "x".into(),
+    );
+    root.delegation_deadline = Duration::from_millis(300);
+    let args = SupervisorArgs {
+        placer: Some(Arc::new(SlowToEnd)),
+        ..SupervisorArgs::default()
+    };
+    let report = run_tree(root, resolver, args).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    let t = lines(&records.join("trace.jsonl"));
+    let ends = of_type(&t, "delegation");
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert!(
+        ends.iter().all(|l| l["outcome"] == "terminated"),
+        "{ends:?}"
+    );
+    // The outcomes settled at the deadline, yet the report waited for both children's own
+    // ends: what they leave behind as they wind down is there when it arrives.
+    for start in of_type(&t, "delegation_start") {
+        let dir = PathBuf::from(start["child_records_dir"].as_str().unwrap());
+        assert!(dir.join("wound-down").is_file(), "{}", start["capsule"]);
+    }
+}

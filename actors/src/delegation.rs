@@ -246,11 +246,25 @@ struct Entry {
     state: ChildState,
 }
 
-/// A session's delegations: started, settled (outcome in hand, not yet shown to the model), and
-/// outcomes that arrived before the session learned the child had started.
+/// A child its deadline ended: its outcome is settled (`terminated`), its actor still winds
+/// down (writes its last lines; a remote child's trace is still on its way home).
+#[derive(Debug)]
+pub struct Ending {
+    /// Its session id.
+    pub child_session_id: String,
+    /// Its records folder.
+    pub records_dir: PathBuf,
+}
+
+/// A session's delegations: started, settled (outcome in hand, not yet shown to the model),
+/// outcomes that arrived before the session learned the child had started, and children ended
+/// by their deadline that have not ended yet.
 #[derive(Debug, Default)]
 pub struct ChildTable {
     entries: std::collections::BTreeMap<String, Entry>,
+    /// Delegation id → a child ended by its deadline whose own end has not arrived: the
+    /// session's end waits for it as for a running child, so its trace is whole.
+    ending: std::collections::HashMap<String, Ending>,
     early: std::collections::HashMap<String, DelegationOutcome>,
     by_actor: std::collections::HashMap<ractor::ActorId, String>,
     /// Children that crashed before the session learned they had started: a supervision
@@ -286,6 +300,10 @@ impl ChildTable {
     /// Record an outcome. Returns false when the delegation was already settled (a late report
     /// from a child that was ended), so the caller ignores it.
     pub fn settle(&mut self, mut o: DelegationOutcome) -> bool {
+        // The child's own end, after its deadline settled it: it has ended now.
+        if self.ending.remove(&o.delegation_id).is_some() {
+            return false;
+        }
         match self.entries.get_mut(&o.delegation_id) {
             Some(e) => match e.state {
                 ChildState::Running(_) => {
@@ -343,6 +361,40 @@ impl ChildTable {
             child_records_dir: e.records_dir.clone(),
             node: e.node.clone(),
         })
+    }
+
+    /// What the task's end needs of a running child its deadline ends: hand it to
+    /// [`Self::wait_for_end`] once its `terminated` outcome is settled.
+    pub fn ending_of(&self, delegation_id: &str) -> Option<Ending> {
+        let e = self.entries.get(delegation_id)?;
+        let ChildState::Running(_) = e.state else {
+            return None;
+        };
+        Some(Ending {
+            child_session_id: e.child_session_id.clone(),
+            records_dir: e.records_dir.clone(),
+        })
+    }
+
+    /// A child whose outcome is settled still winds down: until its own end arrives
+    /// ([`Self::settle`], or [`Self::ended`] for a crash) it counts as not ended.
+    pub fn wait_for_end(&mut self, delegation_id: &str, ending: Ending) {
+        self.ending.insert(delegation_id.to_string(), ending);
+    }
+
+    /// The actor of a child ended by its deadline stopped (it crashed while winding down):
+    /// what is known of it, if it was one.
+    pub fn ended(&mut self, delegation_id: &str) -> Option<Ending> {
+        self.ending.remove(delegation_id)
+    }
+
+    /// No child runs and none ended by its deadline is still winding down.
+    pub fn all_ended(&self) -> bool {
+        self.ending.is_empty()
+            && !self
+                .entries
+                .values()
+                .any(|e| matches!(e.state, ChildState::Running(_)))
     }
 
     /// True when an outcome is in hand and not yet delivered.

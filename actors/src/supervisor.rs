@@ -135,6 +135,9 @@ pub struct SupervisorState {
     root_report: Option<oneshot::Sender<SessionReport>>,
     /// The root's records folder, flushed here if the root crashes.
     root_records: Option<std::path::PathBuf>,
+    /// The root was delegated by a parent in another process (`mur node`): its records are
+    /// copied into the parent's, which flushes them; here a crash only waits for its lines.
+    root_hosted: bool,
     door: Option<Door>,
     /// The tree's record flushes, shared by every session it starts.
     records: RecordSync,
@@ -198,6 +201,7 @@ impl Actor for Supervisor {
             root: None,
             root_report: None,
             root_records: None,
+            root_hosted: false,
             door: None,
             records: RecordSync::new(),
         })
@@ -213,6 +217,7 @@ impl Actor for Supervisor {
             SupervisorMsg::StartRoot { spec, reply } => {
                 let session_id = spec.session_id.clone();
                 let records_dir = spec.paths.records_dir.clone();
+                state.root_hosted = spec.spawned_by.is_some();
                 let me = myself.clone();
                 let args = SessionArgs {
                     spec: *spec,
@@ -357,6 +362,16 @@ impl Actor for Supervisor {
                         duration_ms: 0,
                         trace_error: None,
                     };
+                    // A hosted root (on `mur node`) ends as it would had it not crashed: its
+                    // lines written, its records flushed by the parent that copies them. Its
+                    // end must not wait for this disk: the parent's delegation deadline runs.
+                    if state.root_hosted {
+                        tokio::spawn(async move {
+                            crate::trace::written_all().await;
+                            let _ = tx.send(report);
+                        });
+                        return Ok(());
+                    }
                     // It never flushed its records: the whole tree is flushed (once every line
                     // it appended is written) before the report leaves.
                     if let Some(dir) = state.root_records.clone() {

@@ -107,9 +107,7 @@ impl SessionState {
             Life::Draining { .. } => {
                 // The task ended; a child it canceled has now ended too.
                 self.children.settle(o);
-                if self.children.running().is_empty() {
-                    let _ = myself.send_message(SessionMsg::Drained);
-                }
+                self.drained_if_all_ended(myself);
             }
             Life::Ending { .. } | Life::Ended { .. } => {
                 // Its `delegation` line is written when the task closes (or was already).
@@ -139,29 +137,40 @@ impl SessionState {
         }
     }
 
-    /// A child's actor died (a panic): its delegation settles `crashed`. Its records were never
-    /// flushed by the child itself: its whole folder is, once every line it appended is written.
+    /// The task ended and waits for its children: once every one has ended, report.
+    fn drained_if_all_ended(&self, myself: &ActorRef<SessionMsg>) {
+        if matches!(self.life, Life::Draining { .. }) && self.children.all_ended() {
+            let _ = myself.send_message(SessionMsg::Drained);
+        }
+    }
+
+    /// A child's actor died (a panic): its delegation settles `crashed` (or, ended by its
+    /// deadline already, has ended now). Its records were never flushed by the child itself:
+    /// its whole folder is, once every line it appended is written.
     pub(super) fn child_crashed(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         delegation_id: &str,
         error: String,
     ) {
-        let Some(o) = self
+        let crashed = self
             .children
-            .synthesize(delegation_id, OutcomeStatus::Crashed, error)
-        else {
-            return;
+            .synthesize(delegation_id, OutcomeStatus::Crashed, error);
+        let (records_dir, session_id) = match (&crashed, self.children.ended(delegation_id)) {
+            (Some(o), _) => (o.child_records_dir.clone(), o.child_session_id.clone()),
+            (None, Some(e)) => (e.records_dir, e.child_session_id),
+            (None, None) => return,
         };
-        let mut records = SessionRecords::new(o.child_records_dir.clone(), &[]);
+        let mut records = SessionRecords::new(records_dir, &[]);
         records.drain_first = true;
         self.record_sync.submit(records);
         if let Some(sup) = &self.supervisor {
-            let _ = sup.send_message(SupervisorMsg::ChildGone {
-                session_id: o.child_session_id.clone(),
-            });
+            let _ = sup.send_message(SupervisorMsg::ChildGone { session_id });
         }
-        self.child_outcome(myself, o);
+        match crashed {
+            Some(o) => self.child_outcome(myself, o),
+            None => self.drained_if_all_ended(myself),
+        }
     }
 
     /// A delegation's deadline passed: end its child if it still runs, and settle it
@@ -177,12 +186,17 @@ impl SessionState {
         let _ = child.send_message(SessionMsg::Cancel {
             reason: "the delegation deadline passed".into(),
         });
+        let ending = self.children.ending_of(delegation_id);
         if let Some(o) = self.children.synthesize(
             delegation_id,
             OutcomeStatus::Terminated,
             format!("still running at the delegation deadline of {secs} s (lifecycle.delegation_deadline_secs); it was ended"),
         ) {
             self.on_outcome(myself, o);
+        }
+        // Settled now; the task's end still waits for the child's own (its trace whole).
+        if let Some(e) = ending {
+            self.children.wait_for_end(delegation_id, e);
         }
     }
 

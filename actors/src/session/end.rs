@@ -101,14 +101,15 @@ impl SessionState {
         text: String,
     ) {
         let report = self.close(status, text).await;
-        if self.children.running().is_empty() {
+        if self.children.all_ended() {
             if let Some(sink) = self.report_to.take() {
                 sink(report);
             }
             myself.stop(None);
         } else {
-            // Report once the children it canceled have ended too (or after 5 s), so whoever
-            // waits for this report finds every trace of the subtree complete.
+            // Report once the children it canceled (or its deadlines ended) have ended too (or
+            // after 5 s), so whoever waits for this report finds every trace of the subtree
+            // complete.
             self.life = Life::Draining {
                 report: Box::new(report),
             };
