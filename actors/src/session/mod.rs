@@ -510,40 +510,6 @@ impl Actor for Session {
             paths.records_dir.join("trace.jsonl"),
             spec.session_id.clone(),
         );
-        let tools_json = serde_json::to_vec(&*tools).unwrap_or_default();
-        let hashes = spec.capture != Capture::None;
-        let tools_declared: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let capabilities = capability_names(&spec);
-        let start = events::session_start(&events::SessionStart {
-            capsule_name: &spec.capsule_name,
-            capsule_version: &spec.capsule_version,
-            model: &spec.model,
-            max_turns: spec.max_turns,
-            capabilities: &capabilities,
-            tools_declared: &tools_declared,
-            containment: &spec.containment,
-            grants: &spec.grants,
-            system_prompt_source: spec.system_prompt_source,
-            system_prompt_sha256: spec
-                .operator_prompt
-                .as_deref()
-                .map(|p| sha256_hex(p.as_bytes())),
-            driver: spec.driver.name(),
-            tool_refresh: &spec.tool_refresh,
-            resumed_from: spec.continuation.resumed_from.as_deref(),
-            replay_of: spec.continuation.replay_of.as_deref(),
-            resumed_totals: spec
-                .continuation
-                .resumed_from
-                .as_ref()
-                .and(seed.as_ref())
-                .map(|s| s.totals),
-            workdir: (spec.capture == Capture::Content).then_some(spec.paths.workdir.as_path()),
-            spawned_by: spec
-                .spawned_by
-                .as_ref()
-                .map(|s| (s.parent_session_id.as_str(), s.delegation_id.as_str())),
-        });
         let (slot, me, id) = (args.trace_writer, myself.clone(), spec.session_id.clone());
         trace.on_failure(move |error| {
             slot.report(TraceWriterMsg::WriteFailed {
@@ -552,19 +518,12 @@ impl Actor for Session {
                 error,
             })
         });
-        let session_event = start.event_id.clone();
-        log_event(&spec.session_id, &start);
-        trace.append(start);
+        // The first lines are built in `post_start`, off the path of whoever started this
+        // session (a parent's `delegate-task` answer waits for this function): their ids are
+        // minted now, since the dispatcher and the state name them.
+        let session_event = ids::mint("evt_");
         let task_id = ids::mint("tsk_");
-        let task = events::task_start(
-            &session_event,
-            &task_id,
-            &spec.task,
-            spec.capture == Capture::Content,
-        );
-        let task_event = task.event_id.clone();
-        log_event(&spec.session_id, &task);
-        trace.append(task);
+        let task_event = ids::mint("evt_");
         // A session holding no tool (a pure sub-agent) gets its dispatcher only if its model
         // calls a tool anyway (to be refused): one actor less per child until then.
         let dispatcher = if spec.tools.is_empty() {
@@ -583,26 +542,21 @@ impl Actor for Session {
                 .await?,
             )
         };
-
-        let payload_bytes = system.len()
-            + tools_json.len()
-            + messages
-                .iter()
-                .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
-                .sum::<usize>();
         Ok(SessionState {
             life: match first_call {
                 Some(call) => Life::Inferring { _call: call },
                 None => Life::Starting,
             },
-            system_sha: hashes.then(|| sha256_hex(system.as_bytes())),
-            tools_sha: hashes.then(|| sha256_hex(&tools_json)),
+            // Set by `post_start`.
+            system_sha: None,
+            tools_sha: None,
+            payload_bytes: 0,
+            tools_bytes: 0,
             system,
             inventory,
             offered_version: 0,
             offered: tools,
             messages,
-            payload_bytes,
             trace,
             dispatcher,
             registry: args.registry,
@@ -618,7 +572,6 @@ impl Actor for Session {
             children: ChildTable::default(),
             supervisor: args.supervisor,
             continuations: 0,
-            tools_bytes: tools_json.len(),
             record_sync: args.records,
             records: own_records(&spec.paths),
             bodies: Vec::new(),
@@ -628,6 +581,78 @@ impl Actor for Session {
             redelegations: Default::default(),
             spec,
         })
+    }
+
+    /// The session's first two lines and what its turns reuse (hashes, the payload's size),
+    /// built in the session's own task before it handles any message: nothing is appended
+    /// to its trace before them.
+    async fn post_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        let spec = &state.spec;
+        let tools_json = serde_json::to_vec(&*state.offered).unwrap_or_default();
+        let hashes = spec.capture != Capture::None;
+        let tools_declared: Vec<&str> = state.offered.iter().map(|t| t.name.as_str()).collect();
+        let capabilities = capability_names(spec);
+        let start = events::session_start(
+            &state.session_event,
+            &events::SessionStart {
+                capsule_name: &spec.capsule_name,
+                capsule_version: &spec.capsule_version,
+                model: &spec.model,
+                max_turns: spec.max_turns,
+                capabilities: &capabilities,
+                tools_declared: &tools_declared,
+                containment: &spec.containment,
+                grants: &spec.grants,
+                system_prompt_source: spec.system_prompt_source,
+                system_prompt_sha256: spec
+                    .operator_prompt
+                    .as_deref()
+                    .map(|p| sha256_hex(p.as_bytes())),
+                driver: spec.driver.name(),
+                tool_refresh: &spec.tool_refresh,
+                resumed_from: spec.continuation.resumed_from.as_deref(),
+                replay_of: spec.continuation.replay_of.as_deref(),
+                resumed_totals: spec
+                    .continuation
+                    .resumed_from
+                    .as_ref()
+                    .and(spec.continuation.seed.as_ref())
+                    .map(|s| s.totals),
+                workdir: (spec.capture == Capture::Content).then_some(spec.paths.workdir.as_path()),
+                spawned_by: spec
+                    .spawned_by
+                    .as_ref()
+                    .map(|s| (s.parent_session_id.as_str(), s.delegation_id.as_str())),
+            },
+        );
+        log_event(&spec.session_id, &start);
+        state.trace.append(start);
+        let task = events::task_start(
+            &events::TaskIds {
+                session_event: &state.session_event,
+                task_event: &state.task_event,
+                task_id: &state.task_id,
+            },
+            &spec.task,
+            spec.capture == Capture::Content,
+        );
+        log_event(&spec.session_id, &task);
+        state.trace.append(task);
+        state.payload_bytes = state.system.len()
+            + tools_json.len()
+            + state
+                .messages
+                .iter()
+                .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
+                .sum::<usize>();
+        state.tools_bytes = tools_json.len();
+        state.system_sha = hashes.then(|| sha256_hex(state.system.as_bytes()));
+        state.tools_sha = hashes.then(|| sha256_hex(&tools_json));
+        Ok(())
     }
 
     async fn handle(

@@ -341,10 +341,11 @@ pub struct SessionStart<'a> {
     pub spawned_by: Option<(&'a str, &'a str)>,
 }
 
-/// `session_start`: the first line of every trace, with no parent.
-pub fn session_start(s: &SessionStart<'_>) -> TraceEvent {
+/// `session_start`: the first line of every trace, with no parent; `event_id` was minted
+/// when the session started (its other lines hang off it).
+pub fn session_start(event_id: &str, s: &SessionStart<'_>) -> TraceEvent {
     let g = s.grants;
-    TraceEvent::new(EventType::SessionStart, None)
+    TraceEvent::minted(EventType::SessionStart, event_id.to_string(), None)
         .with("capsule_name", s.capsule_name)
         .with("capsule_version", s.capsule_version)
         .with("model", s.model)
@@ -383,17 +384,32 @@ pub fn session_start(s: &SessionStart<'_>) -> TraceEvent {
         .with_opt("delegation_id", s.spawned_by.map(|(_, delegation)| delegation))
 }
 
+/// The ids of a task's `task_start` line, minted when the session started.
+pub struct TaskIds<'a> {
+    /// The `session_start` line's id (the parent).
+    pub session_event: &'a str,
+    /// The line's own id.
+    pub task_event: &'a str,
+    /// `tsk_…`.
+    pub task_id: &'a str,
+}
+
 /// `task_start`: the task handed to the session (its text under content capture only).
-pub fn task_start(session_event: &str, task_id: &str, task: &str, content: bool) -> TraceEvent {
-    TraceEvent::new(EventType::TaskStart, Some(session_event))
-        .with("task_id", task_id)
-        .with("context_id", ids::mint("ctx_"))
-        .with("source", "task_md")
-        .with("origin", "user")
-        .with("trust", "trusted")
-        .with("lane", "user")
-        .with("message_parts_bytes", task.len())
-        .with_opt("task", content.then_some(task))
+pub fn task_start(t: &TaskIds<'_>, task: &str, content: bool) -> TraceEvent {
+    let task_id = t.task_id;
+    TraceEvent::minted(
+        EventType::TaskStart,
+        t.task_event.to_string(),
+        Some(t.session_event),
+    )
+    .with("task_id", task_id)
+    .with("context_id", ids::mint("ctx_"))
+    .with("source", "task_md")
+    .with("origin", "user")
+    .with("trust", "trusted")
+    .with("lane", "user")
+    .with("message_parts_bytes", task.len())
+    .with_opt("task", content.then_some(task))
 }
 
 /// `task_canceled`: the task was canceled during `phase` (`inference`, `turn`, `delegation`).

@@ -48,9 +48,15 @@ pub struct TraceEvent {
 impl TraceEvent {
     /// A new event of `event_type` under `parent`.
     pub fn new(event_type: EventType, parent: Option<&str>) -> Self {
+        TraceEvent::minted(event_type, ids::mint("evt_"), parent)
+    }
+
+    /// A new event whose id was minted earlier: an emitter that hands the id out (as a parent)
+    /// before it builds the event.
+    pub fn minted(event_type: EventType, event_id: String, parent: Option<&str>) -> Self {
         TraceEvent {
             event_type,
-            event_id: ids::mint("evt_"),
+            event_id,
             parent_id: parent.map(str::to_string),
             timestamp: ids::now_ms(),
             members: Vec::with_capacity(256),
