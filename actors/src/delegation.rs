@@ -259,9 +259,17 @@ pub struct Ending {
 /// A session's delegations: started, settled (outcome in hand, not yet shown to the model),
 /// outcomes that arrived before the session learned the child had started, and children ended
 /// by their deadline that have not ended yet.
+///
+/// Every call a session makes per outcome or per turn costs the same with ten thousand children
+/// as with one: the running ones are counted, the settled ones indexed, never scanned for.
 #[derive(Debug, Default)]
 pub struct ChildTable {
-    entries: std::collections::BTreeMap<String, Entry>,
+    entries: std::collections::HashMap<String, Entry>,
+    /// Delegation ids of the settled entries, in delegation-id order (the order outcomes are
+    /// shown in).
+    settled: std::collections::BTreeSet<String>,
+    /// How many entries are running.
+    running: usize,
     /// Delegation id → a child ended by its deadline whose own end has not arrived: the
     /// session's end waits for it as for a running child, so its trace is whole.
     ending: std::collections::HashMap<String, Ending>,
@@ -280,9 +288,13 @@ impl ChildTable {
         let state = match self.early.remove(&s.delegation_id) {
             Some(mut o) => {
                 o.node = s.node.clone();
+                self.settled.insert(s.delegation_id.clone());
                 ChildState::Settled(Box::new(o))
             }
-            None => ChildState::Running(s.child.clone()),
+            None => {
+                self.running += 1;
+                ChildState::Running(s.child.clone())
+            }
         };
         let entry = Entry {
             capsule: capsule.to_string(),
@@ -294,7 +306,12 @@ impl ChildTable {
             node: s.node.clone(),
             state,
         };
-        self.entries.insert(s.delegation_id.clone(), entry);
+        if let Some(old) = self.entries.insert(s.delegation_id.clone(), entry) {
+            // Delegation ids are minted unique; keep the counts true all the same.
+            if let ChildState::Running(_) = old.state {
+                self.running -= 1;
+            }
+        }
     }
 
     /// Record an outcome. Returns false when the delegation was already settled (a late report
@@ -308,7 +325,9 @@ impl ChildTable {
             Some(e) => match e.state {
                 ChildState::Running(_) => {
                     o.node = e.node.clone();
+                    self.settled.insert(o.delegation_id.clone());
                     e.state = ChildState::Settled(Box::new(o));
+                    self.running -= 1;
                     true
                 }
                 ChildState::Settled(_) => false,
@@ -390,18 +409,12 @@ impl ChildTable {
 
     /// No child runs and none ended by its deadline is still winding down.
     pub fn all_ended(&self) -> bool {
-        self.ending.is_empty()
-            && !self
-                .entries
-                .values()
-                .any(|e| matches!(e.state, ChildState::Running(_)))
+        self.ending.is_empty() && self.running == 0
     }
 
     /// True when an outcome is in hand and not yet delivered.
     pub fn has_settled(&self) -> bool {
-        self.entries
-            .values()
-            .any(|e| matches!(e.state, ChildState::Settled(_)))
+        !self.settled.is_empty()
     }
 
     /// The running child of a delegation, if it is still outstanding.
@@ -417,62 +430,49 @@ impl ChildTable {
 
     /// Delegations still running.
     pub fn outstanding(&self) -> usize {
-        self.entries
-            .values()
-            .filter(|e| matches!(e.state, ChildState::Running(_)))
-            .count()
+        self.running
     }
 
     /// How many outcomes are settled and not yet delivered.
     pub fn settled_count(&self) -> usize {
-        self.entries
-            .values()
-            .filter(|e| matches!(e.state, ChildState::Settled(_)))
-            .count()
+        self.settled.len()
     }
 
     /// At most `n` of the settled outcomes, in delegation-id order; removes them.
     pub fn take_settled_at_most(&mut self, n: usize) -> Vec<DelegationOutcome> {
-        let done: Vec<String> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| matches!(e.state, ChildState::Settled(_)))
-            .map(|(k, _)| k.clone())
-            .take(n)
-            .collect();
-        done.into_iter()
-            .filter_map(|k| match self.entries.remove(&k)?.state {
-                ChildState::Settled(o) => Some(*o),
-                ChildState::Running(_) => None,
-            })
-            .collect()
+        let mut out = Vec::with_capacity(n.min(self.settled.len()));
+        while out.len() < n {
+            let Some(id) = self.settled.pop_first() else {
+                break;
+            };
+            if let Some(Entry {
+                state: ChildState::Settled(o),
+                ..
+            }) = self.entries.remove(&id)
+            {
+                out.push(*o);
+            }
+        }
+        out
     }
 
     /// Outcomes settled and not yet delivered, in delegation-id order; removes them.
     pub fn take_settled(&mut self) -> Vec<DelegationOutcome> {
-        let done: Vec<String> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| matches!(e.state, ChildState::Settled(_)))
-            .map(|(k, _)| k.clone())
-            .collect();
-        done.into_iter()
-            .filter_map(|k| match self.entries.remove(&k)?.state {
-                ChildState::Settled(o) => Some(*o),
-                ChildState::Running(_) => None,
-            })
-            .collect()
+        self.take_settled_at_most(usize::MAX)
     }
 
-    /// Running children with their delegation ids (to end them).
+    /// Running children with their delegation ids, in delegation-id order (to end them).
     pub fn running(&self) -> Vec<(String, ractor::ActorRef<crate::session::SessionMsg>)> {
-        self.entries
+        let mut out: Vec<(String, ractor::ActorRef<crate::session::SessionMsg>)> = self
+            .entries
             .iter()
             .filter_map(|(k, e)| match &e.state {
                 ChildState::Running(c) => Some((k.clone(), c.clone())),
                 ChildState::Settled(_) => None,
             })
-            .collect()
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 }
 
@@ -495,6 +495,91 @@ mod tests {
             child_records_dir: "/w/children/ses_c".into(),
             node: None,
         }
+    }
+
+    /// An actor that takes every message and does nothing: a child to record.
+    struct Quiet;
+
+    #[ractor::async_trait]
+    impl ractor::Actor for Quiet {
+        type Msg = crate::session::SessionMsg;
+        type State = ();
+        type Arguments = ();
+        async fn pre_start(
+            &self,
+            _myself: ractor::ActorRef<Self::Msg>,
+            _args: (),
+        ) -> Result<(), ractor::ActorProcessingErr> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn the_table_counts_and_orders_outcomes_whatever_order_they_arrive_in() {
+        let (child, _) = ractor::Actor::spawn(None, Quiet, ()).await.unwrap();
+        let mut table = ChildTable::default();
+        let ids: Vec<String> = (0..6).map(|i| format!("dlg_{i:02}")).collect();
+        // dlg_05's outcome arrives before its start is recorded.
+        table.settle(DelegationOutcome {
+            delegation_id: ids[5].clone(),
+            ..outcome("early".into())
+        });
+        for id in &ids {
+            let started = StartedChild {
+                delegation_id: id.clone(),
+                session_id: format!("ses_{id}"),
+                workdir: "/w".into(),
+                records_dir: "/w".into(),
+                child: child.clone(),
+                node: None,
+            };
+            table.started(&started, "acme/writer", "0.1.0");
+        }
+        assert_eq!((table.outstanding(), table.settled_count()), (5, 1));
+        for i in [3, 0, 4] {
+            let o = DelegationOutcome {
+                delegation_id: ids[i].clone(),
+                ..outcome(format!("answer {i}"))
+            };
+            assert!(table.settle(o.clone()));
+            // A second report of the same delegation is ignored.
+            assert!(!table.settle(o));
+        }
+        assert_eq!((table.outstanding(), table.settled_count()), (2, 4));
+        assert!(table.has_settled() && !table.all_ended());
+        let first: Vec<String> = table
+            .take_settled_at_most(2)
+            .into_iter()
+            .map(|o| o.delegation_id)
+            .collect();
+        assert_eq!(first, [ids[0].clone(), ids[3].clone()]);
+        let rest: Vec<String> = table
+            .take_settled()
+            .into_iter()
+            .map(|o| o.delegation_id)
+            .collect();
+        assert_eq!(rest, [ids[4].clone(), ids[5].clone()]);
+        let running: Vec<String> = table.running().into_iter().map(|(d, _)| d).collect();
+        assert_eq!(running, [ids[1].clone(), ids[2].clone()]);
+        // A deadline settles dlg_01 at once; the table is ended only once its child is too.
+        let ending = table.ending_of(&ids[1]).unwrap();
+        let o = table
+            .synthesize(&ids[1], OutcomeStatus::Terminated, "deadline".into())
+            .unwrap();
+        assert!(table.settle(o));
+        table.wait_for_end(&ids[1], ending);
+        assert!(table.settle(DelegationOutcome {
+            delegation_id: ids[2].clone(),
+            ..outcome("last".into())
+        }));
+        assert_eq!(table.outstanding(), 0);
+        assert!(!table.all_ended(), "dlg_01 still winds down");
+        assert!(!table.settle(DelegationOutcome {
+            delegation_id: ids[1].clone(),
+            ..outcome("its own end".into())
+        }));
+        assert!(table.all_ended());
+        child.stop(None);
     }
 
     #[test]
