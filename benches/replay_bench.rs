@@ -134,21 +134,16 @@ fn main() {
     );
 
     // Content capture on turn_bench's session.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtimes = turns::Runtimes::new();
     let dir = tempfile::tempdir().unwrap();
     let (mut meta, mut content, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    rt.block_on(async {
-        for _ in 0..rounds {
-            let m = turns::run(300, dir.path(), Capture::Meta).await.p50;
-            let c = turns::run(300, dir.path(), Capture::Content).await.p50;
-            meta.push(m);
-            content.push(c);
-            ratios.push(c / m);
-        }
-    });
+    for _ in 0..rounds {
+        let m = runtimes.run(300, dir.path(), Capture::Meta).p50;
+        let c = runtimes.run(300, dir.path(), Capture::Content).p50;
+        meta.push(m);
+        content.push(c);
+        ratios.push(c / m);
+    }
     let (meta, content) = (median(meta), median(content));
     // Each round's pair ran back to back: the median of their ratios is less at the mercy of
     // a noisy neighbour than the ratio of the two medians.

@@ -6,10 +6,11 @@
 //! this bench binary re-executed in a floor mode, so they pay for a process of the same kind:
 //!
 //! - `mur --version` against an empty program;
-//! - `mur run`, scripted model, one turn, against a bare tokio start (a multi-thread runtime that
-//!   runs nothing);
+//! - `mur run`, scripted model, one turn, against a bare tokio start (the runtime `mur run` gives
+//!   these capsules, which cannot delegate: one thread, `mur::runtime::Threads::One`; it runs
+//!   nothing);
 //! - `mur run`, one HTTP turn (the OpenAI driver against the fake provider on loopback), against
-//!   a tokio start plus one loopback POST without TLS, answered by the same server.
+//!   the same tokio start plus one loopback POST without TLS, answered by the same server.
 //!
 //! Session folders go to `/dev/shm` when it is a tmpfs (the runtime's own figure), else `TMPDIR`.
 //! Targets (issue 14): scripted ≤ 3 ms, HTTP ≤ 5 ms, peak RSS of the HTTP run ≤ 8 MiB.
@@ -216,11 +217,11 @@ fn floor(mode: &str) {
     match mode.split_once(' ') {
         None if mode == "empty" => {}
         None if mode == "tokio" => {
-            let rt = tokio::runtime::Runtime::new().expect("a runtime");
+            let rt = mur::runtime::build(mur::runtime::Threads::One).expect("a runtime");
             rt.block_on(async {});
         }
         Some(("post", url)) => {
-            let rt = tokio::runtime::Runtime::new().expect("a runtime");
+            let rt = mur::runtime::build(mur::runtime::Threads::One).expect("a runtime");
             rt.block_on(async {
                 let client = mur::tls::client_builder(url).build().expect("a client");
                 let body = r#"{"model":"local-model","messages":[{"role":"user","content":"hi"}]}"#;

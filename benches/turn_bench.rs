@@ -21,7 +21,7 @@
 mod turns;
 
 use mur_actors::spec::Capture;
-use turns::{median, run, Figures};
+use turns::{median, Figures, Runtimes};
 
 fn main() {
     let rounds: usize = std::env::var("BENCH_ROUNDS")
@@ -29,18 +29,13 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(3)
         .max(1);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtimes = Runtimes::new();
     let dir = tempfile::tempdir().unwrap();
     let (mut short, mut long) = (Vec::new(), Vec::new());
-    rt.block_on(async {
-        for _ in 0..rounds {
-            short.push(run(50, dir.path(), Capture::Meta).await);
-            long.push(run(300, dir.path(), Capture::Meta).await);
-        }
-    });
+    for _ in 0..rounds {
+        short.push(runtimes.run(50, dir.path(), Capture::Meta));
+        long.push(runtimes.run(300, dir.path(), Capture::Meta));
+    }
     for (turns, runs) in [(50, &short), (300, &long)] {
         let fig = |f: fn(&Figures) -> f64| median(runs.iter().map(f).collect());
         println!(

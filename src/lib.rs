@@ -23,6 +23,7 @@ pub mod progress;
 pub mod replay;
 pub mod resume;
 pub mod run;
+pub mod runtime;
 pub mod tls;
 pub mod tools;
 pub mod trace;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use mur::runtime::Threads;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 /// mur: run Murmur capsules on an actor runtime.
@@ -167,8 +168,8 @@ fn init_logs(verbose: u8, progress: Option<indicatif::MultiProgress>) {
 /// Run a command that needs the async runtime; its exit code. When it is done, everything it
 /// owes is done (lines written, records flushed, output printed): no command of a tool call
 /// outlives the process, and idle runtime threads are not waited for on the way out.
-fn on_runtime(command: impl std::future::Future<Output = i32>) -> i32 {
-    let rt = match tokio::runtime::Runtime::new() {
+fn on_runtime(threads: Threads, command: impl std::future::Future<Output = i32>) -> i32 {
+    let rt = match mur::runtime::build(threads) {
         Ok(rt) => rt,
         Err(e) => {
             mur::errln!("error[E-RUN-001]: cannot start the async runtime: {e}");
@@ -197,19 +198,22 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             let progress = mur::progress::wanted(args.quiet).then(mur::progress::start);
             init_logs(args.verbose, progress);
-            on_runtime(mur::run::run(args))
+            match mur::run::prepare(args) {
+                Ok(run) => on_runtime(run.threads(), mur::run::launch(run)),
+                Err(code) => code,
+            }
         }
         Command::Node(args) => {
             init_logs(0, None);
-            on_runtime(mur::cluster::node::run(args))
+            on_runtime(Threads::PerCore, mur::cluster::node::run(args))
         }
         Command::Replay(args) => {
             init_logs(0, None);
-            on_runtime(mur::replay::run(args))
+            on_runtime(Threads::PerCore, mur::replay::run(args))
         }
         Command::Resume(args) => {
             init_logs(0, None);
-            on_runtime(mur::resume::run(args))
+            on_runtime(Threads::PerCore, mur::resume::run(args))
         }
         Command::Doctor {
             manifest,

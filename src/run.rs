@@ -10,6 +10,8 @@ use crate::children::ManifestResolver;
 use crate::diagnostic::Diagnostic;
 use crate::launch::{self, Header};
 use crate::manifest::{self, MANIFEST_FILE};
+use crate::runtime::Threads;
+use mur_actors::spec::SessionSpec;
 
 /// Options of `mur run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -210,12 +212,35 @@ fn report_json(
     .to_string()
 }
 
-/// Run `mur run`; returns the exit code.
-pub async fn run(args: RunArgs) -> i32 {
+/// A `mur run` whose manifest, task and root session are ready: what is left needs the async
+/// runtime (nodes to connect to, the tree to run).
+pub struct Prepared {
+    args: RunArgs,
+    spec: SessionSpec,
+    header: Header,
+    /// The capsule's folder (its stores).
+    dir: PathBuf,
+}
+
+impl Prepared {
+    /// The runtime the run needs (see [`crate::runtime`]): one thread for a capsule that
+    /// cannot delegate, one per core for one that can.
+    pub fn threads(&self) -> Threads {
+        if self.spec.grants.spawn_allow.is_empty() {
+            Threads::One
+        } else {
+            Threads::PerCore
+        }
+    }
+}
+
+/// Everything `mur run` does before it needs the async runtime: read the manifest and the
+/// task, build the root session. `Err` is the exit code of a run refused before it started.
+pub fn prepare(args: RunArgs) -> Result<Prepared, i32> {
     let path = args.manifest_path();
     let loaded = match manifest::load(&path) {
         Ok(l) => l,
-        Err(diags) => return fail(&args, &diags),
+        Err(diags) => return Err(fail(&args, &diags)),
     };
     for w in loaded.warnings.iter().filter(|_| !args.quiet) {
         crate::errln!("{w}");
@@ -224,21 +249,21 @@ pub async fn run(args: RunArgs) -> i32 {
         Ok(t) => t,
         Err(d) if d.code == "E-RUN-062" => {
             fail(&args, &[d]);
-            return USAGE_ERROR;
+            return Err(USAGE_ERROR);
         }
-        Err(d) => return fail(&args, &[d]),
+        Err(d) => return Err(fail(&args, &[d])),
     };
     let workdir = match &args.workdir {
         Some(d) => match std::path::absolute(d) {
             Ok(a) => Some(a),
             Err(e) => {
-                return fail(
+                return Err(fail(
                     &args,
                     &[Diagnostic::error(
                         "E-IO-001",
                         format!("--workdir {}: {e}", d.display()),
                     )],
-                )
+                ))
             }
         },
         None => None,
@@ -247,7 +272,7 @@ pub async fn run(args: RunArgs) -> i32 {
     let mut place = Placement::root(&dir, workdir.as_deref());
     let deepest = deepest_delegation(&place.paths.records_dir);
     if args.max_depth > deepest {
-        return fail(&args, &[Diagnostic::error(
+        return Err(fail(&args, &[Diagnostic::error(
             "E-RUN-060",
             format!(
                 "--max-depth {} cannot be held here: each level of delegation nests a child's records {CHILD_LEVEL_BYTES} bytes deeper below {}, and paths stop at {PATH_MAX} bytes, so at most {deepest} levels fit",
@@ -255,7 +280,7 @@ pub async fn run(args: RunArgs) -> i32 {
                 place.paths.records_dir.display()
             ),
         )
-        .with_hint(format!("pass --max-depth {deepest} or less, or run from a shorter folder"))]);
+        .with_hint(format!("pass --max-depth {deepest} or less, or run from a shorter folder"))]));
     }
     place.floor = args
         .containment
@@ -268,7 +293,7 @@ pub async fn run(args: RunArgs) -> i32 {
             }
             spec
         }
-        Err(d) => return fail(&args, &[d]),
+        Err(d) => return Err(fail(&args, &[d])),
     };
     // Cleanup of what a killed `mur` left: off the start's path, nothing waits for it.
     mur_actors::file_lane::detach(
@@ -283,6 +308,22 @@ pub async fn run(args: RunArgs) -> i32 {
         // Seed 001 prints the driver as its package name: `murmur-driver-anthropic`.
         driver: format!("{} ({})", spec.driver.name().replace('/', "-"), spec.model),
     };
+    Ok(Prepared {
+        args,
+        spec,
+        header,
+        dir,
+    })
+}
+
+/// Run a prepared `mur run` to its end; returns the exit code.
+pub async fn launch(prepared: Prepared) -> i32 {
+    let Prepared {
+        args,
+        spec,
+        header,
+        dir,
+    } = prepared;
     // Sub-capsules come from this project's stores (and the global one), by name and version.
     let project = dir.clone();
     let resolver = ManifestResolver::new(Box::new(move |name: &str, version: &str| {
@@ -352,4 +393,42 @@ pub fn report_problem(
 /// The first line of `text`, cut to 300 bytes.
 pub fn first_line(text: &str) -> String {
     mur_actors::text::truncate(text.lines().next().unwrap_or(""), 300)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `mur run`'s arguments, as the CLI parses them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn prepared(capabilities: &str) -> (tempfile::TempDir, Prepared) {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = format!(
+            "name: t\nversion: \"0.1.0\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: script.yaml\n{capabilities}inference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n"
+        );
+        std::fs::write(dir.path().join("murmur.yaml"), manifest).unwrap();
+        std::fs::write(dir.path().join("script.yaml"), "turns:\n  - say: done\n").unwrap();
+        let cli = Cli::parse_from([
+            "mur".as_ref(),
+            dir.path().as_os_str(),
+            "--task".as_ref(),
+            "hi".as_ref(),
+        ]);
+        let prepared = prepare(cli.run).unwrap_or_else(|code| panic!("refused: exit {code}"));
+        (dir, prepared)
+    }
+
+    #[test]
+    fn a_capsule_that_cannot_delegate_runs_on_one_thread_one_that_can_on_a_worker_per_core() {
+        let (_dir, leaf) = prepared("capabilities:\n  shell:\n    allow: [bash]\n");
+        assert_eq!(leaf.threads(), Threads::One);
+        let (_dir, parent) = prepared("capabilities:\n  spawn:\n    allow: [local/worker]\n");
+        assert_eq!(parent.threads(), Threads::PerCore);
+    }
 }

@@ -58,8 +58,49 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     pct(&v, 0.5)
 }
 
-/// One session of `turns` turns recorded with `capture`, its records under `dir`.
-pub async fn run(turns: usize, dir: &std::path::Path, capture: Capture) -> Figures {
+/// The runtimes a measured session runs on: the session's own, as `mur run` builds it for this
+/// capsule (it cannot delegate: one thread, [`mur::runtime::Threads::One`]), and one thread
+/// beside it for the fake provider, as a provider runs apart from `mur`.
+pub struct Runtimes {
+    /// Where the session runs.
+    pub session: tokio::runtime::Runtime,
+    /// Where the fake provider answers.
+    pub provider: tokio::runtime::Runtime,
+}
+
+impl Runtimes {
+    /// Both runtimes. `MUR_BENCH_THREADS=per-core` runs the session on a worker per core
+    /// instead (what a capsule that can delegate gets), to compare the two.
+    pub fn new() -> Self {
+        let threads = match std::env::var("MUR_BENCH_THREADS").as_deref() {
+            Ok("per-core") => mur::runtime::Threads::PerCore,
+            _ => mur::runtime::Threads::One,
+        };
+        Runtimes {
+            session: mur::runtime::build(threads).unwrap(),
+            provider: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap(),
+        }
+    }
+
+    /// One session of `turns` turns recorded with `capture`, its records under `dir`.
+    pub fn run(&self, turns: usize, dir: &std::path::Path, capture: Capture) -> Figures {
+        let provider = self.provider.handle().clone();
+        self.session.block_on(run(turns, dir, capture, &provider))
+    }
+}
+
+/// One session of `turns` turns recorded with `capture`, its records under `dir`, the fake
+/// provider on `provider`.
+pub async fn run(
+    turns: usize,
+    dir: &std::path::Path,
+    capture: Capture,
+    provider: &tokio::runtime::Handle,
+) -> Figures {
     let mut script: Vec<Reply> = (0..turns)
         .map(|i| {
             Reply::json(openai::chat_tool_calls(&[(
@@ -70,7 +111,11 @@ pub async fn run(turns: usize, dir: &std::path::Path, capture: Capture) -> Figur
         })
         .collect();
     script.push(Reply::json(openai::chat_text("done")));
-    let fake = FakeProvider::start(script).await.unwrap();
+    let fake = provider
+        .spawn(FakeProvider::start(script))
+        .await
+        .unwrap()
+        .unwrap();
     fake.keep_bodies(false);
     let mut cfg =
         mur::drivers::HttpDriverConfig::new("murmur/driver-openai", &fake.openai_endpoint(), None);
