@@ -383,12 +383,14 @@ async fn a_child_whose_folder_cannot_be_made_ends_in_error_naming_why() {
     // A file where the children's folders go: no child folder can be made under it.
     std::fs::create_dir_all(&records).unwrap();
     std::fs::write(records.join("children"), "in the way").unwrap();
+    // The child fails at once, so its outcome may be shown before the second model call (and
+    // the task ends there) or after it (the parent waits, then continues once): both later
+    // turns answer with what was heard last.
     let parent = "turns:
   - call:
       - {tool: delegate-task, input: {capsule: answerer, version: '0.1.0', task: 'what is 6*7?'}}
-  - say: waiting
-  - expect: 'ended error'
-    say: 'seen: {{last}}'
+  - say: 'seen: {{last}}'
+  - say: 'seen: {{last}}'
 ";
     let resolver = Scripts(HashMap::from([(
         "acme/answerer".to_string(),
