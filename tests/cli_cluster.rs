@@ -119,15 +119,18 @@ fn children_dirs(root: &Path) -> Vec<PathBuf> {
     list(&root.join("children"))
 }
 
+/// The trace in `dir` ends with `session_end`.
+fn assert_whole(dir: &Path) {
+    let t = trace(&dir.join("trace.jsonl"));
+    let last = &t.last().unwrap()["event_type"];
+    assert_eq!(last, "session_end", "{}", dir.display());
+}
+
 /// The root's six children's folders, each holding a trace that ends with `session_end`.
 fn six_whole_child_traces(root: &Path) -> Vec<PathBuf> {
     let kids = children_dirs(root);
     assert_eq!(kids.len(), 6);
-    for k in &kids {
-        let t = trace(&k.join("trace.jsonl"));
-        let last = &t.last().unwrap()["event_type"];
-        assert_eq!(last, "session_end", "{}", k.display());
-    }
+    kids.iter().for_each(|k| assert_whole(k));
     kids
 }
 
@@ -211,15 +214,7 @@ fn on_a_node_the_parent_hears_ok_crashed_and_terminated_as_it_would_here() {
     // Every child's trace came home whole, the crashed one's too.
     let kids = children_dirs(root);
     assert_eq!(kids.len(), 3, "{kids:?}");
-    for k in &kids {
-        let t = trace(&k.join("trace.jsonl"));
-        assert_eq!(
-            t.last().unwrap()["event_type"],
-            "session_end",
-            "{}",
-            k.display()
-        );
-    }
+    kids.iter().for_each(|k| assert_whole(k));
 }
 
 #[test]
@@ -425,15 +420,10 @@ fn ctrl_c_at_the_root_ends_grandchildren_running_on_a_node() {
     let mid = &children_dirs(root)[0];
     let leaves = children_dirs(mid);
     assert_eq!(leaves.len(), 2, "{leaves:?}");
-    for dir in [root, mid].into_iter().chain(&leaves) {
-        let t = trace(&dir.join("trace.jsonl"));
-        assert_eq!(
-            t.last().unwrap()["event_type"],
-            "session_end",
-            "{}",
-            dir.display()
-        );
-    }
+    [root, mid]
+        .into_iter()
+        .chain(&leaves)
+        .for_each(|d| assert_whole(d));
     let leaf_ends = outcomes(mid);
     assert_eq!(leaf_ends.len(), 2, "{leaf_ends:?}");
     assert!(leaf_ends.iter().all(ended), "{leaf_ends:?}");

@@ -432,33 +432,16 @@ turns:
 /// rest run here.
 struct FarAway;
 
-/// A stand-in that takes every message and does nothing.
-struct Idle;
-
-#[async_trait]
-impl Actor for Idle {
-    type Msg = mur_actors::session::SessionMsg;
-    type State = ();
-    type Arguments = ();
-
-    async fn pre_start(
-        &self,
-        _myself: ractor::ActorRef<Self::Msg>,
-        _args: (),
-    ) -> Result<(), ractor::ActorProcessingErr> {
-        Ok(())
-    }
-}
-
 #[async_trait]
 impl mur_actors::placement::ChildPlacer for FarAway {
     async fn place(&self, offer: mur_actors::placement::Offer) -> mur_actors::placement::Placed {
         use mur_actors::placement::Placed;
         match offer.request.capsule.as_str() {
             "acme/far" => {
-                let (child, _) = Actor::spawn_linked(None, Idle, (), offer.parent.clone())
-                    .await
-                    .unwrap();
+                let (child, _) =
+                    Actor::spawn_linked(None, mur_actors::testkit::Idle, (), offer.parent.clone())
+                        .await
+                        .unwrap();
                 let (report, id, stop) = (offer.report, offer.request.session_id, child.clone());
                 tokio::spawn(async move {
                     report(SessionReport {

@@ -306,12 +306,7 @@ impl ChildTable {
             node: s.node.clone(),
             state,
         };
-        if let Some(old) = self.entries.insert(s.delegation_id.clone(), entry) {
-            // Delegation ids are minted unique; keep the counts true all the same.
-            if let ChildState::Running(_) = old.state {
-                self.running -= 1;
-            }
-        }
+        self.entries.insert(s.delegation_id.clone(), entry);
     }
 
     /// Record an outcome. Returns false when the delegation was already settled (a late report
@@ -497,26 +492,11 @@ mod tests {
         }
     }
 
-    /// An actor that takes every message and does nothing: a child to record.
-    struct Quiet;
-
-    #[ractor::async_trait]
-    impl ractor::Actor for Quiet {
-        type Msg = crate::session::SessionMsg;
-        type State = ();
-        type Arguments = ();
-        async fn pre_start(
-            &self,
-            _myself: ractor::ActorRef<Self::Msg>,
-            _args: (),
-        ) -> Result<(), ractor::ActorProcessingErr> {
-            Ok(())
-        }
-    }
-
     #[tokio::test]
     async fn the_table_counts_and_orders_outcomes_whatever_order_they_arrive_in() {
-        let (child, _) = ractor::Actor::spawn(None, Quiet, ()).await.unwrap();
+        let (child, _) = ractor::Actor::spawn(None, crate::testkit::Idle, ())
+            .await
+            .unwrap();
         let mut table = ChildTable::default();
         let ids: Vec<String> = (0..6).map(|i| format!("dlg_{i:02}")).collect();
         // dlg_05's outcome arrives before its start is recorded.

@@ -416,3 +416,22 @@ pub fn event_types(lines: &[Value]) -> Vec<String> {
         .map(|l| l["event_type"].as_str().unwrap_or_default().to_string())
         .collect()
 }
+
+/// A child actor that takes every message and does nothing: the stand-in a test placer
+/// returns, or a child to record in a [`ChildTable`](crate::delegation::ChildTable).
+pub struct Idle;
+
+#[ractor::async_trait]
+impl ractor::Actor for Idle {
+    type Msg = crate::session::SessionMsg;
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _myself: ractor::ActorRef<Self::Msg>,
+        _args: (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        Ok(())
+    }
+}

@@ -403,8 +403,28 @@ impl SessionState {
     }
 
     pub(super) fn push_message(&mut self, message: Message) {
-        self.payload_bytes += serde_json::to_vec(&message).map(|v| v.len()).unwrap_or(0);
+        self.payload_bytes += json_len(&message);
         self.messages.push(message);
+    }
+}
+
+/// The length of `value` written as JSON, counted without keeping the bytes (the token
+/// estimate needs only the size of each message, once).
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
     }
 }
 
@@ -644,11 +664,7 @@ impl Actor for Session {
         state.trace.append(task);
         state.payload_bytes = state.system.len()
             + tools_json.len()
-            + state
-                .messages
-                .iter()
-                .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
-                .sum::<usize>();
+            + state.messages.iter().map(json_len).sum::<usize>();
         state.tools_bytes = tools_json.len();
         state.system_sha = hashes.then(|| sha256_hex(state.system.as_bytes()));
         state.tools_sha = hashes.then(|| sha256_hex(&tools_json));
