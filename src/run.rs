@@ -303,11 +303,9 @@ pub fn prepare(args: RunArgs) -> Result<Prepared, i32> {
         }
         Err(d) => return Err(fail(&args, &[d])),
     };
-    // Cleanup of what a killed `mur` left: off the start's path, nothing waits for it.
-    mur_actors::file_lane::detach(
-        mur_actors::file_lane::Lane::Begin,
-        crate::contain::sweep_stale_scratch,
-    );
+    // Cleanup of what a killed `mur` left: off the start's path, nothing waits for it, and it
+    // takes no thread of its own (it runs after the root's folder is made, on that thread).
+    mur_actors::file_lane::detach(crate::contain::sweep_stale_scratch);
     let m = &loaded.manifest;
     let header = Header {
         verbose: args.verbose > 0,

@@ -63,6 +63,8 @@ struct TreeState {
     /// the kernel on a worker (a folder made inside another is on its filesystem; nothing is
     /// mounted on a folder the runtime has just made).
     in_memory: HashSet<PathBuf>,
+    /// Folders found to be on a disk by [`RecordSync::note_made`] (asked once each).
+    on_disk: HashSet<PathBuf>,
     /// The first error met; every later settle reports it too.
     error: Option<RecordError>,
     /// Woken when `outstanding` reaches zero.
@@ -136,6 +138,29 @@ impl RecordSync {
     /// A handle for a new tree.
     pub fn new() -> Self {
         RecordSync::default()
+    }
+
+    /// Learn, on the file thread that has just made the records folder `dir`, whether the
+    /// folder holding it is in memory (one `statfs` per folder, then remembered): a session
+    /// there then submits nothing at its end, so a run on a tmpfs never starts a flush worker.
+    /// Blocking.
+    pub fn note_made(&self, dir: &Path) {
+        let Some(parent) = dir.parent() else {
+            return;
+        };
+        {
+            let state = self.inner.lock();
+            if state.in_memory.contains(parent) || state.on_disk.contains(parent) {
+                return;
+            }
+        }
+        let memory = in_memory(parent);
+        let mut state = self.inner.lock();
+        if memory {
+            state.in_memory.insert(parent.to_path_buf());
+        } else {
+            state.on_disk.insert(parent.to_path_buf());
+        }
     }
 
     /// List `records` and start their writeback in the background; [`RecordSync::settle`]
@@ -495,6 +520,31 @@ mod tests {
         let disk = on_disk();
         let dir = disk.path().join("ses_3");
         let made = create_dirs(&dir).unwrap();
+        sync.submit(SessionRecords::new(dir.clone(), &made));
+        assert_eq!(sync.settle().await, Ok(()));
+        assert!(observed_under(disk.path()).contains(&dir));
+    }
+
+    #[tokio::test]
+    async fn a_folder_noted_in_memory_when_made_queues_no_flush_and_one_on_disk_still_flushes() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() || !in_memory(shm) {
+            return;
+        }
+        let tmp = tempfile::tempdir_in(shm).unwrap();
+        let sync = RecordSync::new();
+        let dir = tmp.path().join("ses_1");
+        let made = create_dirs(&dir).unwrap();
+        sync.note_made(&dir);
+        sync.submit(SessionRecords::new(dir, &made));
+        // Even the first session there asks no worker.
+        assert_eq!(sync.inner.lock().outstanding, 0);
+        assert_eq!(sync.settle().await, Ok(()));
+        assert_eq!(observed_under(tmp.path()), Vec::<PathBuf>::new());
+        let disk = on_disk();
+        let dir = disk.path().join("ses_2");
+        let made = create_dirs(&dir).unwrap();
+        sync.note_made(&dir);
         sync.submit(SessionRecords::new(dir.clone(), &made));
         assert_eq!(sync.settle().await, Ok(()));
         assert!(observed_under(disk.path()).contains(&dir));

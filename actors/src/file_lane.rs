@@ -30,8 +30,7 @@ static FILES: Workers<2> = Workers::new("mur-files", [PER_LANE, PER_LANE]);
 /// Which queue a file job waits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
-    /// A session setting up: its folders, staged files and trace file (and the start-up sweep
-    /// of what a killed `mur` left, [`detach`]ed).
+    /// A session setting up: its folders, staged files and trace file.
     Begin,
     /// A session finishing: its result file.
     End,
@@ -63,10 +62,12 @@ where
     }
 }
 
-/// Run `job` on `lane`'s threads and wait for nothing: work no one needs the answer of (a
-/// clean-up). Nothing happens if the lane could not start a thread.
-pub fn detach(lane: Lane, job: impl FnOnce() + Send + 'static) {
-    let _ = FILES.push(index(lane), Box::new(job));
+/// Run `job` on a file thread once it has nothing else to do, and wait for nothing: work no
+/// one needs the answer of (a clean-up). It starts no thread of its own: it runs after the
+/// run's first file job (a session's folder), on that job's thread, and not at all in a run
+/// that never has one.
+pub fn detach(job: impl FnOnce() + Send + 'static) {
+    FILES.push_spare(Box::new(job));
 }
 
 fn index(lane: Lane) -> usize {

@@ -372,6 +372,7 @@ impl SessionState {
         let capsule = self.spec.capsule_name.clone();
         let trace = self.trace.clone();
         let owns_workdir = self.spec.owns_workdir;
+        let sync = self.record_sync.clone();
         let work = move || {
             // Only the records' folders are flushed at the end; the work folder is the
             // commands'. A session holding no tool runs no command: its work folder is never
@@ -384,6 +385,7 @@ impl SessionState {
             let stage = |path, cause| RecordError::Stage { path, cause };
             let made = durable::create_dirs(&paths.records_dir)
                 .map_err(fails(create, &paths.records_dir))?;
+            sync.note_made(&paths.records_dir);
             if paths.workdir != paths.records_dir && !tools.is_empty() {
                 std::fs::create_dir_all(&paths.workdir).map_err(fails(create, &paths.workdir))?;
             }
