@@ -12,7 +12,7 @@ mod children;
 mod end;
 mod turn;
 
-use turn::spawn_infer;
+use turn::start_infer;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -513,7 +513,7 @@ impl Actor for Session {
             && spec.max_turns.is_none_or(|max| first_turn < max)
             && seed_calls.is_empty())
         .then(|| {
-            spawn_infer(
+            start_infer(
                 myself.clone(),
                 spec.driver.clone(),
                 InferRequest {

@@ -93,7 +93,7 @@ impl SessionState {
         let turn = self.totals.turns;
         self.turn = turn;
         self.life = Life::Inferring {
-            _call: spawn_infer(myself.clone(), self.spec.driver.clone(), request, turn),
+            _call: start_infer(myself.clone(), self.spec.driver.clone(), request, turn),
         };
     }
 
@@ -566,16 +566,18 @@ impl SessionState {
     }
 }
 
-/// Run one model call in a task of its own; its answer comes back as `InferDone` (or `Crash`
-/// when the driver panics), so the Session's mailbox never waits on a model.
-pub(super) fn spawn_infer(
+/// Start one model call: it runs here up to its first wait (the request goes out at once,
+/// [`crate::task::start_guarded`]), the rest in a task of its own; its answer comes back as
+/// `InferDone` (or `Crash` when the driver panics), so the Session's mailbox never waits on a
+/// model.
+pub(super) fn start_infer(
     me: ActorRef<SessionMsg>,
     driver: Arc<dyn crate::model::ModelDriver>,
     request: InferRequest,
     turn: u32,
 ) -> OwnedTask {
     let crashed = me.clone();
-    crate::task::spawn_guarded(
+    crate::task::start_guarded(
         async move {
             let sink = SessionRetrySink {
                 session: me.clone(),
