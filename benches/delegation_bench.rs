@@ -15,7 +15,11 @@
 //! Knobs: `MUR_BENCH_CHILDREN` (default 10000), `MUR_BENCH_PHASES` (any of
 //! `fan-out,latency,chain`), `MUR_BENCH_CHILD_DELAY_MS` (children wait before answering, so all
 //! are alive at once), `TMPDIR` (where the session folders go: the disk matters, see
-//! docs/architecture.md on ext4).
+//! docs/architecture.md on ext4), `MUR_BENCH_SAMPLES` (delegations of the latency phase, default
+//! 1000: the p50 is the same at 200 and at 3000, so a turn's cost does not grow with the
+//! parent's history), `MUR_BENCH_THREADS=one` (a current-thread runtime instead of a worker per
+//! core: the latency is the same on one thread, so it is the path's own work, not wake-ups
+//! across workers).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -375,10 +379,17 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = if std::env::var("MUR_BENCH_THREADS").as_deref() == Ok("one") {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
     mur::launch::raise_nofile_limit();
     let dir = tempfile::tempdir().unwrap();
     let fs = filesystem_of(dir.path());
@@ -413,7 +424,14 @@ fn main() {
             where_();
         }
         if on("latency") {
-            latency(1000, dir.path()).await;
+            latency(
+                std::env::var("MUR_BENCH_SAMPLES")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1000),
+                dir.path(),
+            )
+            .await;
         }
         if on("chain") {
             chain(8, dir.path()).await;
