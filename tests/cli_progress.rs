@@ -269,13 +269,13 @@ fn delegations_show_as_a_tree_of_children_with_their_outcomes() {
     assert!(shown.contains("→ delegated to "), "{shown}");
     assert!(shown.contains("sub-capsules:"), "{shown}");
     assert!(
-        regex::Regex::new(r"(?m)^  ✓ \S+ \([0-9a-f]{8}\) ok$")
+        regex::Regex::new(r"(?m)^  ✓ [^ \n]+ \([0-9a-f]{8}\) ok$")
             .unwrap()
             .is_match(&shown),
         "{shown}"
     );
     assert!(
-        regex::Regex::new(r"(?m)^  ✗ \S+ \([0-9a-f]{8}\) crashed$")
+        regex::Regex::new(r"(?m)^  ✗ [^ \n]+ \([0-9a-f]{8}\) crashed$")
             .unwrap()
             .is_match(&shown),
         "{shown}"

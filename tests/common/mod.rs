@@ -168,9 +168,9 @@ pub fn stderr(o: &Output) -> String {
 /// Replace session ids, other ids, ports and `root` with stable placeholders.
 pub fn normalise(text: &str, root: &Path) -> String {
     let text = text.replace(&root.display().to_string(), "<ROOT>");
-    let ids = regex::Regex::new(r"\b(ses|evt|tsk|ctx|dlg)_[0-9a-f]{32}\b").unwrap();
+    let ids = regex::Regex::new(r"(?-u:\b)(ses|evt|tsk|ctx|dlg)_[0-9a-f]{32}(?-u:\b)").unwrap();
     let text = ids.replace_all(&text, "${1}_<ID>");
-    let port = regex::Regex::new(r"localhost:\d+").unwrap();
+    let port = regex::Regex::new(r"localhost:[0-9]+").unwrap();
     port.replace_all(&text, "localhost:<PORT>").into_owned()
 }
 

@@ -48,7 +48,8 @@ impl Node {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut first)
             .unwrap();
-        let re = regex::Regex::new(r"^node: (\S+) listening on (127\.0\.0\.1:\d+)\n$").unwrap();
+        let re =
+            regex::Regex::new(r"^node: ([^ \n]+) listening on (127\.0\.0\.1:[0-9]+)\n$").unwrap();
         let caps = re
             .captures(&first)
             .unwrap_or_else(|| panic!("first line: {first:?}"));
