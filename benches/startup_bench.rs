@@ -2,8 +2,12 @@
 //! run: `cargo bench --bench startup_bench`.
 //!
 //! Every figure is the median wall time of `MUR_BENCH_ITERS` (default 40) runs of a real process,
-//! spawned and waited for by this bench; peak RSS is the child's own (`wait4`). The floors are
-//! this bench binary re-executed in a floor mode, so they pay for a process of the same kind:
+//! spawned and waited for by this bench; peak RSS is the child's own (`wait4`). Each run is
+//! started by a small timer process (this binary again) rather than by the bench itself: a child
+//! spawned with `vfork` shares its parent's memory until `exec`, and Linux counts that memory's
+//! high-water mark in the child's peak RSS, so the bench's own ~10 MiB would hide any figure
+//! below it. The floors are this bench binary re-executed in a floor mode, so they pay for a
+//! process of the same kind:
 //!
 //! - `mur --version` against an empty program;
 //! - `mur run`, scripted model, one turn, against a bare tokio start (the runtime `mur run` gives
@@ -23,8 +27,15 @@ use fake_provider::{FakeProvider, Fallback};
 
 /// Environment variable that turns this binary into one of the floor programs.
 const FLOOR: &str = "MUR_STARTUP_FLOOR";
+/// Environment variable that turns this binary into the timer: it runs its arguments once and
+/// prints the wait status, the wall time in nanoseconds and the child's peak RSS in KiB.
+const TIMER: &str = "MUR_STARTUP_TIMER";
 
 fn main() {
+    if std::env::var_os(TIMER).is_some() {
+        time_one_run();
+        return;
+    }
     if let Ok(mode) = std::env::var(FLOOR) {
         floor(&mode);
         return;
@@ -111,31 +122,43 @@ fn row(name: &str, now: &Figure, target: Option<f64>, floor: &Figure) {
     );
 }
 
-/// Run `make()` `iters` times (after one warm-up), each to its end.
-// Each child is reaped by `wait4` (for its own peak RSS), which clippy cannot see.
-#[allow(clippy::zombie_processes)]
+/// Run `make()` `iters` times (after one warm-up), each to its end, each through the timer.
 fn measure(iters: usize, make: impl Fn() -> Command) -> Figure {
+    let me = std::env::current_exe().expect("the bench's own path");
     let mut times = Vec::with_capacity(iters);
     let mut rss_kib = 0;
     for i in 0..=iters {
-        let mut cmd = make();
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let started = Instant::now();
-        let child = cmd.spawn().expect("the command starts");
-        let (status, maxrss) = wait4(child.id() as libc::pid_t);
-        let took = started.elapsed();
+        let target = make();
+        let mut cmd = Command::new(&me);
+        cmd.env(TIMER, "1")
+            .arg(target.get_program())
+            .args(target.get_args());
+        if let Some(dir) = target.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        for (k, v) in target.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        let out = cmd.stdin(Stdio::null()).output().expect("the timer starts");
+        let report = String::from_utf8_lossy(&out.stdout);
+        let fields: Vec<i64> = report
+            .split_whitespace()
+            .map(|f| f.parse().expect("the timer prints numbers"))
+            .collect();
+        let [status, nanos, maxrss] = fields[..] else {
+            panic!("the timer printed '{report}' for {target:?}");
+        };
         if status != 0 {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut err);
-            }
-            panic!("{cmd:?} failed (wait status {status}): {err}");
+            panic!(
+                "{target:?} failed (wait status {status}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         if i > 0 {
-            times.push(took);
+            times.push(Duration::from_nanos(nanos as u64));
             rss_kib = rss_kib.max(maxrss);
         }
     }
@@ -145,6 +168,25 @@ fn measure(iters: usize, make: impl Fn() -> Command) -> Figure {
         median_ms: median.as_secs_f64() * 1000.0,
         rss_mib: rss_kib as f64 / 1024.0,
     }
+}
+
+/// The timer: run the command our arguments name, as our only child, and print its wait
+/// status, wall time (ns) and peak RSS (KiB).
+// The child is reaped by `wait4` (for its own peak RSS), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn time_one_run() {
+    let mut args = std::env::args_os().skip(1);
+    let program = args.next().expect("the timer is given a command");
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_remove(TIMER)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let started = Instant::now();
+    let child = cmd.spawn().expect("the command starts");
+    let (status, maxrss) = wait4(child.id() as libc::pid_t);
+    let took = started.elapsed();
+    println!("{status} {} {maxrss}", took.as_nanos());
 }
 
 /// Wait for `pid`; answers its wait status and peak RSS (KiB).
