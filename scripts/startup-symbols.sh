@@ -17,8 +17,8 @@
 # The file names symbols exactly (mangled, with their hashes). A name that no longer exists is
 # skipped by the linker, so a stale file only costs memory, never a build: rerun this script
 # after a toolchain or dependency upgrade, or when startup_bench's peak RSS grows. Each workload
-# runs once under callgrind, which records every function executed (in every thread, and in the
-# children mur forks before they exec a tool).
+# runs once under callgrind, which records every function executed in every thread. (Not in a
+# tool's contained child: valgrind cannot follow that clone, see below.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -42,30 +42,12 @@ for _ in $(seq 100); do grep -q listening "$work/fake.out" 2>/dev/null && break;
 endpoint=$(sed -n 's/^fake-provider listening on //p' "$work/fake.out")
 [ -n "$endpoint" ] || { echo "$0: fake-provider did not start" >&2; exit 1; }
 
-# One project per HTTP driver, as startup_bench writes them.
-for driver in openai anthropic; do
-  mkdir -p "$work/$driver"
-  url=$endpoint
-  [ "$driver" = openai ] && url="$endpoint/v1"
-  cat >"$work/$driver/murmur.yaml" <<EOF
-name: one
-version: "0.1.0"
-artifacts:
-  - name: murmur/driver-$driver
-    version: "0.19.0"
-    runtime: driver
-    gateway:
-      endpoint: $url
-      keyless: true
-inference:
-  transport: http
-  model: local-model
-  retry:
-    max_retries: 0
-  driver:
-    artifact: murmur/driver-$driver
-EOF
-done
+# examples/openai-compatible against the fake provider, and the same capsule on the Anthropic
+# driver: one turn on each HTTP driver.
+cp -r examples/openai-compatible "$work/openai"
+sed -i "s#http://127.0.0.1:8089/v1#$endpoint/v1#" "$work/openai/murmur.yaml"
+cp -r "$work/openai" "$work/anthropic"
+sed -i "s#$endpoint/v1#$endpoint#; s#driver-openai#driver-anthropic#" "$work/anthropic/murmur.yaml"
 cp -r examples/hello examples/plan examples/delegation-tree "$work/"
 rm -rf "$work"/*/workdir "$work"/*/.murmur
 # Under valgrind a tool cannot start (it does not emulate the contained clone), so the scripts
@@ -93,15 +75,16 @@ record "$work/plan" run --task "Write a note about this machine"
 record "$work/delegation-tree" run --task "Write a short article about actors"
 
 # The functions of mur's own binary, in the order of the workloads that first ran them; within
-# a workload, those with the most instructions first.
+# a workload, those with the most instructions first (counting what they call). Callgrind names
+# a recursive call's deeper levels `fn'2`, `fn'3`: the same symbol.
 out=link/startup-symbols.$profile.txt
 mkdir -p link
-for f in $(ls "$work"/cg.* | sort -t. -k2,2n); do
-  awk -v bin="$MUR" '
+for i in $(seq "$n"); do
+  cat "$work"/cg."$i".* | awk -v bin="$MUR" '
     /^ob=/ { ob = substr($0, 4) }
     /^fn=/ { fn = substr($0, 4); mine = (ob == bin) }
     /^[0-9]/ && mine { cost[fn] += $2 }
-    END { for (f in cost) print cost[f], f }' "$f" | sort -k1,1nr | cut -d' ' -f2-
+    END { for (f in cost) print cost[f], f }' | sort -k1,1nr | cut -d' ' -f2-
 done | sed "s/'[0-9]*$//" | awk '!seen[$0]++' | grep -v '^0x\|^(' >"$out.new"
 mv "$out.new" "$out"
 echo "$out: $(wc -l <"$out") functions"
