@@ -3,7 +3,7 @@
 //! The kernel maps a binary's code 64 KiB around each page a process first touches. In the
 //! compiler's order the code of a one-turn run is spread over most of `.text`, and each window
 //! it touches counts in the run's memory; grouped, a one-HTTP-turn run's peak RSS falls from
-//! about 14 to 7.5 MiB. The lists, `link/startup-symbols.PROFILE.txt` (symbol names carry a hash
+//! about 14 to 7 MiB. The lists, `link/startup-symbols.PROFILE.txt` (symbol names carry a hash
 //! of the profile), are written by `scripts/startup-symbols.sh`; the linker skips names that no
 //! longer exist, so a stale list costs memory, never a build.
 //!
