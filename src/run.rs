@@ -237,19 +237,17 @@ impl Prepared {
 /// Everything `mur run` does before it needs the async runtime: read the manifest and the
 /// task, build the root session. `Err` is the exit code of a run refused before it started.
 pub fn prepare(args: RunArgs) -> Result<Prepared, i32> {
-    // The host's containment probe (namespaces, Landlock, seccomp: about 0.3 ms, most of it
-    // the kernel making a user and a PID namespace) runs beside the manifest's reading; the
-    // decision below waits for it.
-    let _ = std::thread::Builder::new()
-        .name("mur-probe".into())
-        .spawn(|| {
-            crate::contain::host::host_unsealed();
-        });
     let path = args.manifest_path();
     let loaded = match manifest::load(&path) {
         Ok(l) => l,
         Err(diags) => return Err(fail(&args, &diags)),
     };
+    // Which namespaces a command can get (the kernel making a user and a PID namespace: about
+    // 0.3 ms) is probed on a thread of its own, while the run starts, for a capsule that may run
+    // commands; one that cannot never pays for it.
+    if loaded.manifest.may_run_commands() {
+        crate::contain::host::probe_namespaces_early();
+    }
     for w in loaded.warnings.iter().filter(|_| !args.quiet) {
         crate::errln!("{w}");
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::env::{stripped_by_backstop, EnvPlan};
-use super::host::{host, host_unsealed, Host, Namespaces};
+use super::host::{host, host_basic, Host};
 use super::{floor_problem, fs, host_level, Level, Limits, Policy};
 use crate::diagnostic::Diagnostic;
 use crate::manifest::gateway::Credential;
@@ -116,14 +116,16 @@ pub fn decide(
     records: &Path,
     floor: Option<Level>,
 ) -> Result<Decision, Diagnostic> {
-    // Only a `sealed` session gives its commands a network namespace of their own: the probe
-    // for it runs only when the floor may be `sealed` (below that, `achieved` never is).
+    // Only a `sealed` session gives its commands a network namespace of their own, and only
+    // `sealed` depends on the namespaces a command can get: the clone probes run here only when
+    // the floor may be `sealed` (below that, `achieved` never is). Other sessions' commands
+    // read the namespaces when they start (see `host`).
     let sealed = [m.capabilities.containment, floor]
         .into_iter()
         .flatten()
         .max()
         == Some(Level::Sealed);
-    let h = if sealed { host() } else { host_unsealed() };
+    let h = if sealed { host() } else { host_basic() };
     decide_on(h, m, label, work, records, floor)
 }
 
@@ -319,15 +321,13 @@ pub fn decide_on(
         env,
         limits,
     };
-    if policy.namespaces == Namespaces::None {
-        tracing::debug!("commands run without their own PID namespace: daemons can outlive a call");
-    }
     Ok(Decision { policy, warnings })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contain::host::Namespaces;
 
     fn manifest(caps: &str) -> Manifest {
         let text = format!("name: t\nversion: \"1\"\ncapabilities:\n{caps}");
@@ -339,7 +339,7 @@ mod tests {
     fn host(abi: i32, ns: Namespaces) -> Host {
         Host {
             landlock_abi: abi,
-            namespaces: ns,
+            namespaces: Some(ns),
             seccomp: true,
             net_namespace: ns != Namespaces::None,
         }
@@ -390,6 +390,23 @@ mod tests {
         let d = on(&host(7, Namespaces::UserPid), SHELL, Some(Level::Sealed)).unwrap();
         assert_eq!(d.policy.achieved, Level::Sealed);
         assert!(d.policy.private_net);
+    }
+
+    #[test]
+    fn only_a_sealed_launch_reads_the_namespaces_others_leave_them_to_the_first_command() {
+        let d = decide(
+            &manifest(SHELL),
+            Path::new("murmur.yaml"),
+            Path::new("/p/workdir/ses_x"),
+            Path::new("/p/workdir/.murmur/ses_x"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(d.policy.namespaces, None);
+        assert_eq!(d.policy.namespaces(), super::super::host::namespaces());
+        // A made-up host's reading is the policy's.
+        let d = on(&host(7, Namespaces::Pid), SHELL, None).unwrap();
+        assert_eq!(d.policy.namespaces(), Namespaces::Pid);
     }
 
     #[test]

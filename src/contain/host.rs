@@ -3,9 +3,17 @@
 //! Containment is decided per session from one reading of the host: the Landlock ABI (which
 //! file, network and scope rules exist), whether a command can get its own user and PID
 //! namespaces (so its whole process tree dies with it), and whether seccomp filters load. The
-//! probe clones a short-lived child per namespace set it tries, the way commands start, and is
-//! cached: sessions pay nothing for it. Whether a command can also get its own network
-//! namespace is probed only when a session may be `sealed` (or `mur doctor` asks).
+//! namespace probe clones a short-lived child per namespace set it tries, the way commands
+//! start, and is cached: sessions pay nothing for it.
+//!
+//! Landlock and seccomp are one system call each and decide a session's level. The clone probes
+//! cost far more (the kernel makes a user and a PID namespace: 0.3 ms idle, and on a VM the
+//! wake-up of the thread waiting for the child can add a millisecond), and below `sealed` they
+//! change nothing a session decides, only how its commands start. So a session that cannot be
+//! `sealed` decides on [`host_basic`], and its commands read [`namespaces`] when the first one
+//! starts (`mur run` probes beforehand, off the start's path, for a capsule that may run
+//! commands). Whether a command can also get its own network namespace is probed only when a
+//! session may be `sealed` (or `mur doctor` asks).
 
 use std::sync::OnceLock;
 
@@ -32,8 +40,9 @@ pub enum Namespaces {
 pub struct Host {
     /// Landlock ABI version (0 when the kernel has no Landlock or it is disabled).
     pub landlock_abi: i32,
-    /// What bounds a command's process tree.
-    pub namespaces: Namespaces,
+    /// What bounds a command's process tree; `None` in a reading that did not probe it
+    /// ([`host_basic`]): commands then read [`namespaces`] when they start.
+    pub namespaces: Option<Namespaces>,
     /// A seccomp filter can be loaded.
     pub seccomp: bool,
     /// A command can get its own network namespace (used by `sealed` when no network is
@@ -65,7 +74,7 @@ impl Host {
     pub fn can_seal(&self) -> bool {
         self.can_scope()
             && self.landlock_abi >= LANDLOCK_SCOPE_ABI
-            && self.namespaces != Namespaces::None
+            && self.namespaces.is_some_and(|n| n != Namespaces::None)
             && self.net_namespace
     }
 
@@ -95,7 +104,9 @@ impl Host {
                 "Landlock ABI {} cannot scope signals (ABI {LANDLOCK_SCOPE_ABI}, Linux 6.12, is needed)",
                 self.landlock_abi
             ))
-        } else if self.namespaces == Namespaces::None {
+        } else if self.namespaces.is_none() {
+            Some("this reading of the host did not probe namespaces".into())
+        } else if self.namespaces == Some(Namespaces::None) {
             Some("commands cannot get their own PID namespace (unprivileged user namespaces are disabled)".into())
         } else if !self.net_namespace {
             Some("commands cannot get their own network namespace".into())
@@ -110,28 +121,53 @@ impl Host {
 pub fn host() -> &'static Host {
     static HOST: OnceLock<Host> = OnceLock::new();
     HOST.get_or_init(|| {
-        let base = host_unsealed();
+        let base = host_basic();
+        let ns = namespaces();
         let maps = super::child::IdMaps::current();
-        let net_namespace =
-            base.namespaces != Namespaces::None && super::spawn::probe(base.namespaces, true, maps);
+        let net_namespace = ns != Namespaces::None && super::spawn::probe(ns, true, maps);
         Host {
+            namespaces: Some(ns),
             net_namespace,
             ..base.clone()
         }
     })
 }
 
-/// The host as a session that cannot be `sealed` needs it: everything but the
-/// network-namespace probe (creating a network namespace costs about half a millisecond, and
-/// only `sealed` gives a command one), so `net_namespace` is false here.
-pub fn host_unsealed() -> &'static Host {
+/// The host as a session that cannot be `sealed` decides on: the Landlock ABI and seccomp, one
+/// system call each. Neither clone probe runs (`namespaces` is `None`, `net_namespace` false).
+pub fn host_basic() -> &'static Host {
     static BASE: OnceLock<Host> = OnceLock::new();
     BASE.get_or_init(|| Host {
         landlock_abi: landlock_abi(),
-        namespaces: probe_namespaces(),
+        namespaces: None,
         seccomp: seccomp_available(),
         net_namespace: false,
     })
+}
+
+/// What bounds a command's process tree on this host, probed on first use: what a command
+/// whose session did not read it at launch starts with.
+pub fn namespaces() -> Namespaces {
+    static NAMESPACES: OnceLock<Namespaces> = OnceLock::new();
+    *NAMESPACES.get_or_init(|| {
+        let ns = probe_namespaces();
+        if ns == Namespaces::None {
+            tracing::debug!(
+                "commands run without their own PID namespace: daemons can outlive a call"
+            );
+        }
+        ns
+    })
+}
+
+/// Probe [`namespaces`] on a thread of its own, so that the first command of a run does not
+/// wait for it. `mur run` calls this for a capsule that may run commands.
+pub fn probe_namespaces_early() {
+    let _ = std::thread::Builder::new()
+        .name("mur-probe".into())
+        .spawn(|| {
+            namespaces();
+        });
 }
 
 /// The cgroup2 folder of this process: the mount point (from `/proc/self/mountinfo`) joined with
@@ -203,9 +239,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_reading_without_the_network_probe_agrees_on_everything_else() {
-        let (full, base) = (host(), host_unsealed());
-        assert_eq!(base.namespaces, full.namespaces);
+    fn the_basic_reading_agrees_with_the_full_one_on_what_it_reads() {
+        let (full, base) = (host(), host_basic());
+        assert_eq!(full.namespaces, Some(namespaces()));
+        assert_eq!(base.namespaces, None);
         assert_eq!(base.landlock_abi, full.landlock_abi);
         assert_eq!(base.seccomp, full.seccomp);
         assert!(!base.net_namespace);

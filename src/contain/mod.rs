@@ -86,8 +86,9 @@ pub struct Policy {
     pub achieved: Level,
     /// Whether Landlock is applied (the host has it).
     pub landlock_abi: i32,
-    /// What bounds a command's process tree.
-    pub namespaces: Namespaces,
+    /// What bounds a command's process tree, when the launch read it (a `sealed` floor); `None`:
+    /// the host's, read when a command starts ([`Policy::namespaces`]).
+    pub namespaces: Option<Namespaces>,
     /// Seccomp filters are loaded.
     pub seccomp: bool,
     /// Commands get a network namespace of their own (sealed, no network granted).
@@ -112,6 +113,14 @@ pub struct Policy {
     pub env: Arc<env::EnvPlan>,
     /// Resource limits.
     pub limits: Limits,
+}
+
+impl Policy {
+    /// What bounds a command's process tree: the launch's reading, else the host's (probed
+    /// once per process, when the first command starts or before; see [`host::namespaces`]).
+    pub fn namespaces(&self) -> Namespaces {
+        self.namespaces.unwrap_or_else(host::namespaces)
+    }
 }
 
 /// What kind of process a command is, which decides its rules.
@@ -216,11 +225,12 @@ impl Sandbox {
             (Resource::As, l.memory_bytes),
             (Resource::Core, 0),
         ];
-        if policy.namespaces == Namespaces::UserPid {
+        let namespaces = policy.namespaces();
+        if namespaces == Namespaces::UserPid {
             rlimits.push((Resource::Nproc, l.max_processes));
         }
         let plan = ChildPlan {
-            namespaces: policy.namespaces,
+            namespaces,
             private_net: policy.private_net && !network,
             maps: child::IdMaps::current(),
             rlimits,
@@ -521,7 +531,7 @@ pub fn host_report(h: &Host) -> Vec<String> {
     ));
     out.push(format!(
         "processes:  {}",
-        match h.namespaces {
+        match h.namespaces.unwrap_or_else(host::namespaces) {
             Namespaces::UserPid =>
                 "own user and PID namespaces per command: the whole tree dies with it",
             Namespaces::Pid => "own PID namespace per command: the whole tree dies with it",

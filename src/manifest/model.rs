@@ -53,6 +53,19 @@ impl Manifest {
             .filter(|a| a.runtime.is_model_visible())
     }
 
+    /// Whether a session of this capsule may start a command: a shell grant, a pull grant, or
+    /// any artifact besides its driver (a tool, a hook, a sub-capsule that may). Broad on
+    /// purpose: it only decides whether a run probes the host's namespaces early.
+    pub fn may_run_commands(&self) -> bool {
+        let caps = &self.capabilities;
+        caps.shell.is_some()
+            || caps.install.is_some()
+            || self
+                .artifacts
+                .iter()
+                .any(|a| a.runtime != ArtifactRuntime::Driver)
+    }
+
     /// Declared hook artifacts.
     pub fn hooks(&self) -> impl Iterator<Item = &ArtifactDecl> {
         self.artifacts
@@ -157,5 +170,26 @@ impl Manifest {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    const DRIVER: &str = "name: t\nversion: \"1\"\nartifacts:\n  - name: mur/driver-script\n    version: \"0.1.0\"\n    runtime: driver\n    config:\n      script: s.yaml\ninference:\n  transport: http\n  model: scripted\n  driver:\n    artifact: mur/driver-script\n";
+
+    fn may_run(extra: &str) -> bool {
+        crate::manifest::parse_str(&format!("{DRIVER}{extra}"))
+            .expect("a valid manifest")
+            .0
+            .may_run_commands()
+    }
+
+    #[test]
+    fn only_a_capsule_with_a_driver_and_nothing_else_cannot_run_a_command() {
+        assert!(!may_run(""));
+        assert!(may_run("capabilities:\n  shell:\n    allow: [ls]\n"));
+        assert!(may_run(
+            "capabilities:\n  install:\n    tool: [\"local/tool-*\"]\n"
+        ));
     }
 }
