@@ -197,10 +197,12 @@ fn main() {
         Command::Run(args) => {
             let progress = mur::progress::wanted(args.quiet).then(mur::progress::start);
             init_logs(args.verbose, progress);
-            match mur::run::prepare(args) {
+            let code = match mur::run::prepare(args) {
                 Ok(run) => on_runtime(run.threads(), mur::run::launch(run)),
                 Err(code) => code,
-            }
+            };
+            mur::contain::host::after_commands();
+            code
         }
         Command::Node(args) => {
             init_logs(0, None);

@@ -244,9 +244,10 @@ pub fn prepare(args: RunArgs) -> Result<Prepared, i32> {
     };
     // Which namespaces a command can get (the kernel making a user and a PID namespace: about
     // 0.3 ms) is probed on a thread of its own, while the run starts, for a capsule that may run
-    // commands; one that cannot never pays for it.
+    // commands, and that thread then cleans up what killed runs left; a capsule that cannot run
+    // a command pays for neither.
     if loaded.manifest.may_run_commands() {
-        crate::contain::host::probe_namespaces_early();
+        crate::contain::host::before_commands();
     }
     for w in loaded.warnings.iter().filter(|_| !args.quiet) {
         crate::errln!("{w}");
@@ -301,9 +302,6 @@ pub fn prepare(args: RunArgs) -> Result<Prepared, i32> {
         }
         Err(d) => return Err(fail(&args, &[d])),
     };
-    // Cleanup of what a killed `mur` left: off the start's path, nothing waits for it, and it
-    // takes no thread of its own (it runs after the root's folder is made, on that thread).
-    mur_actors::file_lane::detach(crate::contain::sweep_stale_scratch);
     let m = &loaded.manifest;
     let header = Header {
         verbose: args.verbose > 0,
@@ -322,6 +320,10 @@ pub fn prepare(args: RunArgs) -> Result<Prepared, i32> {
 
 /// Run a prepared `mur run` to its end; returns the exit code.
 pub async fn launch(prepared: Prepared) -> i32 {
+    // One session on one thread: its file jobs and trace writes run where they are asked for.
+    if prepared.threads() == Threads::One {
+        mur_actors::solo::enable();
+    }
     let Prepared {
         args,
         spec,

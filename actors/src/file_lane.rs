@@ -16,6 +16,9 @@
 //!
 //! Flushes (`fsync`, [`crate::durable`]) take no lane: one can take seconds, and a queue of
 //! creates must not wait behind it.
+//!
+//! A process that runs one session on one thread ([`crate::solo`]) has no lanes: its jobs run
+//! where they are awaited.
 
 use crate::record_error::RecordError;
 use crate::workers::Workers;
@@ -47,6 +50,10 @@ where
         what: "a file job",
         cause,
     };
+    if crate::solo::on() {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
+            .map_err(|panic| stopped(format!("it panicked: {}", panic_text(&*panic))));
+    }
     let (tx, rx) = oneshot::channel();
     let task = Box::new(move || {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
@@ -60,14 +67,6 @@ where
         Ok(Err(panic)) => Err(stopped(format!("it panicked: {panic}"))),
         Err(_) => Err(stopped("it ended without an answer".into())),
     }
-}
-
-/// Run `job` on a file thread once it has nothing else to do, and wait for nothing: work no
-/// one needs the answer of (a clean-up). It starts no thread of its own: it runs after the
-/// run's first file job (a session's folder), on that job's thread, and not at all in a run
-/// that never has one.
-pub fn detach(job: impl FnOnce() + Send + 'static) {
-    FILES.push_spare(Box::new(job));
 }
 
 fn index(lane: Lane) -> usize {

@@ -29,6 +29,7 @@ pub mod provided;
 pub mod record_error;
 pub mod registry;
 pub mod session;
+pub mod solo;
 pub mod spec;
 pub mod staging;
 pub mod supervisor;

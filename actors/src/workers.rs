@@ -35,8 +35,6 @@ pub struct Workers<const N: usize> {
 
 struct Queue<const N: usize> {
     jobs: [VecDeque<Task>; N],
-    /// Jobs for a thread that has nothing else to do ([`Workers::push_spare`]).
-    spare: VecDeque<Task>,
     running: [usize; N],
     /// Threads waiting on `ready`.
     idle: usize,
@@ -53,7 +51,6 @@ impl<const N: usize> Workers<N> {
             caps,
             queue: Mutex::new(Queue {
                 jobs: [const { VecDeque::new() }; N],
-                spare: VecDeque::new(),
                 running: [0; N],
                 idle: 0,
                 woken: 0,
@@ -105,20 +102,6 @@ impl<const N: usize> Workers<N> {
         Ok(())
     }
 
-    /// Queue `task` for a thread of this pool that has nothing else to do, after every lane's
-    /// jobs: work no one waits for (a clean-up). It never starts a thread (a run's first
-    /// thread costs about 0.1 ms of its start-up): it runs once the pool has one, so work that a
-    /// run which never uses the pool may skip.
-    pub fn push_spare(&'static self, task: Task) {
-        let mut q = self.lock();
-        q.spare.push_back(task);
-        if q.idle > q.woken {
-            q.woken += 1;
-            drop(q);
-            self.ready.notify_one();
-        }
-    }
-
     /// The lowest lane with a job waiting and room to run it.
     fn next(&self, q: &mut Queue<N>) -> Option<(usize, Task)> {
         let lane = (0..N).find(|&l| q.running[l] < self.caps[l] && !q.jobs[l].is_empty())?;
@@ -138,13 +121,6 @@ impl<const N: usize> Workers<N> {
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
                     q = self.lock();
                     q.running[lane] -= 1;
-                }
-                None if !q.spare.is_empty() => {
-                    if let Some(task) = q.spare.pop_front() {
-                        drop(q);
-                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
-                        q = self.lock();
-                    }
                 }
                 None => {
                     q.idle += 1;
@@ -242,21 +218,6 @@ mod tests {
         done.recv().unwrap();
         assert_eq!(POOL.lock().jobs[1].len(), 3);
         release.send(()).unwrap();
-    }
-
-    #[test]
-    fn a_spare_job_starts_no_thread_and_runs_after_the_lanes_jobs() {
-        static POOL: Workers<1> = Workers::new("mur-test-workers", [1]);
-        let (tx, rx) = mpsc::channel();
-        let spare = tx.clone();
-        POOL.push_spare(Box::new(move || spare.send("spare").unwrap()));
-        assert_eq!(POOL.lock().threads, 0);
-        assert!(rx.try_recv().is_err());
-        POOL.push(0, Box::new(move || tx.send("lane").unwrap()))
-            .unwrap();
-        let got: Vec<&str> = rx.iter().take(2).collect();
-        assert_eq!(got, ["lane", "spare"]);
-        assert_eq!(POOL.lock().threads, 1);
     }
 
     #[test]

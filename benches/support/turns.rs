@@ -70,12 +70,17 @@ pub struct Runtimes {
 
 impl Runtimes {
     /// Both runtimes. `MUR_BENCH_THREADS=per-core` runs the session on a worker per core
-    /// instead (what a capsule that can delegate gets), to compare the two.
+    /// instead (what a capsule that can delegate gets), to compare the two. On one thread the
+    /// session's file jobs and trace writes run where they are asked for, as in `mur run`
+    /// ([`mur_actors::solo`]); sessions here run one at a time.
     pub fn new() -> Self {
         let threads = match std::env::var("MUR_BENCH_THREADS").as_deref() {
             Ok("per-core") => mur::runtime::Threads::PerCore,
             _ => mur::runtime::Threads::One,
         };
+        if threads == mur::runtime::Threads::One {
+            mur_actors::solo::enable();
+        }
         Runtimes {
             session: mur::runtime::build(threads).unwrap(),
             provider: tokio::runtime::Builder::new_multi_thread()

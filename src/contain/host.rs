@@ -160,15 +160,35 @@ pub fn namespaces() -> Namespaces {
     })
 }
 
-/// Probe [`namespaces`] on a thread of its own, so that the first command of a run does not
-/// wait for it. `mur run` calls this for a capsule that may run commands.
-pub fn probe_namespaces_early() {
-    let _ = std::thread::Builder::new()
+/// Get a run ready for its commands on a thread of its own, beside the run's start: probe
+/// [`namespaces`], so that the first command does not wait for it, then remove the scratch
+/// folders of killed runs ([`super::sweep_stale_scratch`]). `mur run` calls this for a capsule
+/// that may run commands; one that cannot pays for neither. [`after_commands`] waits for it.
+pub fn before_commands() {
+    let spawned = std::thread::Builder::new()
         .name("mur-probe".into())
         .spawn(|| {
             namespaces();
+            super::sweep_stale_scratch();
         });
+    if let Ok(thread) = spawned {
+        *PREPARING.lock().unwrap_or_else(|p| p.into_inner()) = Some(thread);
+    }
 }
+
+/// Wait for [`before_commands`]'s thread, if it is still at work (a run whose commands never
+/// started may end first): a clean-up cut short by the process's exit would leave part of a
+/// killed run's scratch folder for the next run.
+pub fn after_commands() {
+    let thread = PREPARING.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(thread) = thread {
+        let _ = thread.join();
+    }
+}
+
+/// [`before_commands`]'s thread, until [`after_commands`] joins it.
+static PREPARING: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(None);
 
 /// The cgroup2 folder of this process: the mount point (from `/proc/self/mountinfo`) joined with
 /// the `0::` line of `/proc/self/cgroup`.

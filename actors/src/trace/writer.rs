@@ -18,6 +18,12 @@
 //! throttling) delays the lines of every session behind it; sessions themselves wait only at
 //! their end, for their sync barrier.
 //!
+//! In a process that runs one session on one thread ([`crate::solo`]) there is no trace thread:
+//! a file's buffered lines are written on the runtime thread, by a task queued at the first
+//! line since the last write (so every line a step appends still goes out in one write, once
+//! the step yields), and a sync barrier writes what is left on the caller. Writes of one file
+//! hold its `writing` lock, which keeps its lines in order whoever writes them.
+//!
 //! Descriptors are bounded: at most [`MAX_OPEN`] trace files are open at once, and never more
 //! than a quarter of the process's open-file limit (read when the thread starts). Past that, the
 //! trace thread closes a file not written recently (a clock: every write marks its file, the
@@ -58,6 +64,9 @@ struct TraceFile {
     path: PathBuf,
     session_id: String,
     state: Mutex<State>,
+    /// Held while lines are taken from the buffer and written, in solo mode (where more than
+    /// one thread may write the file).
+    writing: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -186,6 +195,9 @@ fn trace_thread() -> &'static Mutex<mpsc::Sender<Job>> {
 }
 
 fn send(job: Job) {
+    if crate::solo::on() {
+        return solo::run(job);
+    }
     let queue = trace_thread().lock().unwrap_or_else(|p| p.into_inner());
     // A send fails only if the thread could not start; the sync that follows reports it.
     let _ = queue.send(job);
@@ -380,6 +392,7 @@ impl TraceLog {
                 path,
                 session_id,
                 state: Mutex::new(State::default()),
+                writing: Mutex::new(()),
             }),
         }
     }
@@ -468,6 +481,113 @@ pub fn written_all_blocking() {
     let (reply, done) = oneshot::channel();
     send(Job::Drain(reply));
     let _ = done.blocking_recv();
+}
+
+/// The trace's jobs in solo mode ([`crate::solo`]), on the threads that send them.
+mod solo {
+    use super::*;
+
+    /// Files with lines waiting for the queued write task.
+    static WAITING: Mutex<Vec<Arc<TraceFile>>> = Mutex::new(Vec::new());
+
+    pub(super) fn run(job: Job) {
+        match job {
+            Job::Write(tf) => later(tf),
+            Job::Barrier { file, reply } => {
+                let _ = reply.send(file.write_here());
+            }
+            Job::Drain(reply) => {
+                write_waiting();
+                let _ = reply.send(());
+            }
+        }
+    }
+
+    /// Have `tf`'s lines written once the task that appended them yields: by a task on the
+    /// runtime (queued with the first file that waits), or at once off any runtime.
+    fn later(tf: Arc<TraceFile>) {
+        let first = {
+            let mut waiting = WAITING.lock().unwrap_or_else(|p| p.into_inner());
+            waiting.push(tf);
+            waiting.len() == 1
+        };
+        if first {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn(async { write_waiting() })),
+                Err(_) => write_waiting(),
+            }
+        }
+    }
+
+    /// Write every waiting file's lines.
+    fn write_waiting() {
+        let files = std::mem::take(&mut *WAITING.lock().unwrap_or_else(|p| p.into_inner()));
+        for tf in files {
+            let _ = tf.write_here();
+        }
+    }
+
+    impl TraceFile {
+        /// Write the buffered lines on this thread (creating the file first if lines wait and
+        /// nothing created it); answers the open file, `None` if it was never created, or the
+        /// first error.
+        pub(super) fn write_here(self: &Arc<Self>) -> Result<Option<Arc<File>>, RecordError> {
+            let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+            let never_created = {
+                let state = self.lock();
+                !state.created && !state.buffer.is_empty() && state.error.is_none()
+            };
+            if never_created {
+                let _ = self.create();
+            }
+            let (file, buffer) = {
+                let mut state = self.lock();
+                state.queued = false;
+                if let Some(e) = &state.error {
+                    return Err(e.clone());
+                }
+                if !state.created {
+                    return Ok(None);
+                }
+                (state.file.clone(), std::mem::take(&mut state.buffer))
+            };
+            let file = match file {
+                Some(f) => f,
+                None => match std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.path)
+                {
+                    Ok(f) => {
+                        let f = Arc::new(f);
+                        self.lock().file = Some(f.clone());
+                        f
+                    }
+                    Err(e) => {
+                        self.fail(e);
+                        return Err(self.first_error());
+                    }
+                },
+            };
+            if !buffer.is_empty() {
+                if let Err(e) = (&*file).write_all(&buffer) {
+                    self.fail(e);
+                    return Err(self.first_error());
+                }
+            }
+            Ok(Some(file))
+        }
+
+        fn first_error(&self) -> RecordError {
+            self.lock()
+                .error
+                .clone()
+                .unwrap_or_else(|| RecordError::TraceWrite {
+                    path: self.path.clone(),
+                    cause: "the write failed".into(),
+                })
+        }
+    }
 }
 
 #[cfg(test)]
