@@ -292,19 +292,6 @@ fn a_killed_node_settles_its_children_node_lost_and_the_rest_end_ok() {
     assert!(text.contains("incomplete: node lost"), "{}", text);
 }
 
-/// Processes whose command line holds `marker`.
-fn count_alive(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(marker))
-                .unwrap_or(false)
-        })
-        .count()
-}
-
 /// Start the root on `nodes`, Ctrl-C it once `commands` commands holding `marker` run, check
 /// it ends `canceled`, and wait until no such command is left on any node.
 fn interrupt_once_running(p: &Project, nodes: &[&Node], marker: &str, commands: usize) {
@@ -315,14 +302,15 @@ fn interrupt_once_running(p: &Project, nodes: &[&Node], marker: &str, commands: 
             .map(|n| format!("{} on {}", n.sessions_started(), n.name))
             .collect();
         format!(
-            ": {} commands alive; sessions {}",
-            count_alive(marker),
+            ": {} commands alive ({} processes); sessions {}",
+            commands_holding(marker),
+            processes_holding(marker),
             on.join(", ")
         )
     };
     wait_or(
         &format!("{commands} remote commands running"),
-        || count_alive(marker) >= commands,
+        || commands_holding(marker) >= commands,
         state,
     );
     // SAFETY: kill only signals the child process this test started.
@@ -336,7 +324,7 @@ fn interrupt_once_running(p: &Project, nodes: &[&Node], marker: &str, commands: 
     );
     wait_or(
         "no command left on any node",
-        || count_alive(marker) == 0,
+        || processes_holding(marker) == 0,
         state,
     );
 }

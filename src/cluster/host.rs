@@ -117,7 +117,16 @@ impl Actor for Host {
             }
             HostMsg::Start(request, artifact, reply) => {
                 let (args, book) = (state.args.clone(), state.args.book.0.clone());
-                tokio::spawn(start(args, book, request, artifact, reply));
+                // The slot is booked here, before the next message: a cancel the parent sends
+                // right behind its start (Ctrl-C, its deadline) then finds the child, and is
+                // applied as soon as it runs. Booked in the start's own task, it could come too
+                // early and be dropped, and the child would run with no one to stop it.
+                match reserve(&args, &book, &request) {
+                    Ok(req) => drop(tokio::spawn(start(args, book, req, artifact, reply))),
+                    Err(refusal) => {
+                        let _ = reply.send(to_json(&refusal));
+                    }
+                }
             }
             HostMsg::Cancel(session_id, reason) => {
                 if let Some(h) = state.book().live.get_mut(&session_id) {
@@ -158,11 +167,11 @@ impl HostBook {
 async fn start(
     args: HostArgs,
     book: Arc<Mutex<Book>>,
-    request: String,
+    req: StartRequest,
     artifact: Vec<u8>,
     reply: RpcReplyPort<String>,
 ) {
-    let answer = match start_child(&args, &book, &request, artifact).await {
+    let answer = match start_child(&args, &book, req, artifact).await {
         Ok(records) => StartAnswer::Started {
             records_dir: records.display().to_string(),
         },
@@ -171,13 +180,12 @@ async fn start(
     let _ = reply.send(to_json(&answer));
 }
 
-/// Check, extract, resolve and start one child; the records folder on success.
-async fn start_child(
+/// Read a start request and book its child's slot (live from now on: a cancel finds it).
+fn reserve(
     args: &HostArgs,
     book: &Arc<Mutex<Book>>,
     request: &str,
-    artifact: Vec<u8>,
-) -> Result<PathBuf, StartAnswer> {
+) -> Result<StartRequest, StartAnswer> {
     let req: StartRequest = serde_json::from_str(request).map_err(|e| {
         StartAnswer::Refused(format!(
             "node {}: a malformed start request: {e}",
@@ -209,6 +217,16 @@ async fn start_child(
             },
         );
     }
+    Ok(req)
+}
+
+/// Extract, resolve and start one booked child ([`reserve`]); the records folder on success.
+async fn start_child(
+    args: &HostArgs,
+    book: &Arc<Mutex<Book>>,
+    req: StartRequest,
+    artifact: Vec<u8>,
+) -> Result<PathBuf, StartAnswer> {
     let release = |book: &Arc<Mutex<Book>>, session_id: &str| {
         book.lock()
             .unwrap_or_else(|p| p.into_inner())

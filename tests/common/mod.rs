@@ -196,6 +196,46 @@ pub async fn wait_for_line(path: &Path, event_type: &str) {
     }
 }
 
+/// Live processes whose command line holds `marker` (a command, and a copy of it that has
+/// forked and not yet exec'd: a shell's subshell has the same command line).
+pub fn processes_holding(marker: &str) -> usize {
+    holding(marker).len()
+}
+
+/// Commands whose command line holds `marker`: [`processes_holding`] less the forks of one
+/// (those whose parent holds it too), so a shell looping over `sleep` counts once.
+pub fn commands_holding(marker: &str) -> usize {
+    let pids = holding(marker);
+    pids.iter()
+        .filter(|(_, parent)| !pids.iter().any(|(p, _)| p == parent))
+        .count()
+}
+
+/// `(pid, parent pid)` of the live processes whose command line holds `marker`.
+fn holding(marker: &str) -> Vec<(u32, u32)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            if !String::from_utf8_lossy(&cmdline).contains(marker) {
+                return None;
+            }
+            // `pid (comm) state ppid ...`: comm may hold spaces, so read after its `)`.
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let parent = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, parent))
+        })
+        .collect()
+}
+
 /// The lines of a trace file as JSON.
 pub fn trace(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
