@@ -50,6 +50,8 @@ pub struct Figures {
     pub first: f64,
     /// See `first`.
     pub last: f64,
+    /// The median size of the session's request bodies, in bytes.
+    pub body_len: usize,
 }
 
 /// The median.
@@ -158,7 +160,17 @@ pub async fn run(
     let report = mur_actors::testkit::run(spec, SupervisorArgs::default()).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
     let calls = driver.calls.lock().unwrap().clone();
-    let server: Vec<Duration> = fake.requests().iter().map(|r| r.handled).collect();
+    let requests = fake.requests();
+    let server: Vec<Duration> = requests.iter().map(|r| r.handled).collect();
+    let mut sizes: Vec<usize> = requests
+        .iter()
+        .filter_map(|r| {
+            let (_, len) = r.headers.iter().find(|(k, _)| k == "content-length")?;
+            len.parse().ok()
+        })
+        .collect();
+    sizes.sort_unstable();
+    let body_len = sizes.get(sizes.len() / 2).copied().unwrap_or(0);
     let mut overhead: Vec<f64> = Vec::new();
     let mut loop_only: Vec<f64> = Vec::new();
     for i in 1..calls.len() {
@@ -178,5 +190,53 @@ pub async fn run(
         loop_p50: pct(&loop_only, 0.5),
         first,
         last,
+        body_len,
     }
+}
+
+/// The transport's floor, measured the way a turn's overhead is: `requests` POSTs of a JSON
+/// body of `body_len` bytes to the fake provider on `provider`, each answered with the tool call
+/// a turn gets, through a client built as the driver builds its own (`mur::tls::client_builder`,
+/// on this runtime), the server's own time netted out. No session, no encoding, no parsing: what
+/// loopback HTTP between two runtimes costs on this machine. p50 in µs.
+pub async fn transport_floor(
+    requests: usize,
+    body_len: usize,
+    provider: &tokio::runtime::Handle,
+) -> f64 {
+    let reply = openai::chat_tool_calls(&[("call_0", "noop", "{\"n\": 1}")]);
+    let script: Vec<Reply> = (0..requests).map(|_| Reply::json(reply.clone())).collect();
+    let fake = provider
+        .spawn(FakeProvider::start(script))
+        .await
+        .unwrap()
+        .unwrap();
+    fake.keep_bodies(false);
+    let url = format!("{}/chat/completions", fake.openai_endpoint());
+    let client = mur::tls::client_builder(&url).build().unwrap();
+    let body = bytes::Bytes::from(format!(
+        "{{\"pad\":\"{}\"}}",
+        "x".repeat(body_len.saturating_sub(10))
+    ));
+    let mut took = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        let start = Instant::now();
+        let resp = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        let _ = resp.bytes().await.unwrap();
+        took.push(start.elapsed());
+    }
+    let server = fake.requests();
+    let mut net: Vec<f64> = took
+        .iter()
+        .zip(&server)
+        .map(|(t, r)| t.saturating_sub(r.handled).as_secs_f64() * 1e6)
+        .collect();
+    net.sort_by(f64::total_cmp);
+    pct(&net, 0.5)
 }
