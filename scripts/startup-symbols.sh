@@ -16,10 +16,10 @@
 #
 # The file names symbols exactly (mangled, with their hashes). A name that no longer exists is
 # skipped by the linker, so a stale file only costs memory, never a build. Names go stale with a
-# toolchain or dependency upgrade, and with edits on the start's path too: a generic function's
-# instance or a closure gets a new hash when the code around it changes (one stop of such edits
-# left 390 of 3,466 names behind, and a one-HTTP-turn run grew from 7.0 to 9.7 MiB). Rerun this
-# script after such changes, or when startup_bench's peak RSS grows. Each workload
+# toolchain or dependency upgrade. (They also went stale with any edit of our crates while those
+# had several codegen units: ThinLTO renames the functions units share `name.llvm.<hash of the
+# unit>`. Cargo.toml builds `mur` and `mur-actors` with one unit in `release` for that reason.)
+# Rerun this script after an upgrade, or when startup_bench's peak RSS grows. Each workload
 # runs once under callgrind, which records every function executed in every thread. (Not in a
 # tool's contained child: valgrind cannot follow that clone, see below.)
 set -euo pipefail
