@@ -26,11 +26,7 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
     assert!(out.status.success(), "{}", stderr(&out));
     let bytes = std::fs::read(p.path().join("w.mur.zip")).unwrap();
     let node = common::node::Node::start(p.path(), "node", "c");
-    let addr = node.addr.clone();
-    let joined =
-        mur::cluster::connect::join(&[addr], "c".into(), Duration::from_secs(5), None, p.path())
-            .await
-            .unwrap();
+    let joined = join(&node.addr, &p).await;
     assert!(joined.unavailable.is_empty());
     let host = joined.cluster.nodes()[0].host.clone();
     let sha = mur_actors::text::sha256_hex(&bytes);
@@ -102,6 +98,19 @@ async fn a_node_refuses_a_wrong_pin_more_grants_and_another_protocol() {
     drop(node);
 }
 
+/// A parent of project `p` joined to the node at `addr` (cookie `c`).
+async fn join(addr: &str, p: &Project) -> mur::cluster::connect::Joined {
+    mur::cluster::connect::join(
+        &[addr.to_string()],
+        "c".into(),
+        Duration::from_secs(5),
+        None,
+        p.path(),
+    )
+    .await
+    .unwrap()
+}
+
 /// A node's host that says it speaks the next protocol version.
 struct NextProtocolHost;
 
@@ -152,15 +161,7 @@ async fn a_parent_marks_a_node_of_another_protocol_unavailable() {
         .await
         .unwrap();
     let p = Project::new();
-    let joined = mur::cluster::connect::join(
-        std::slice::from_ref(&addr),
-        "c".into(),
-        Duration::from_secs(5),
-        None,
-        p.path(),
-    )
-    .await
-    .unwrap();
+    let joined = join(&addr, &p).await;
     assert!(joined.cluster.nodes().is_empty(), "the node was used");
     let warnings: Vec<String> = joined
         .unavailable
@@ -208,15 +209,7 @@ async fn a_cancel_sent_right_behind_a_start_ends_the_child() {
     assert!(out.status.success(), "{}", stderr(&out));
     let bytes = std::fs::read(p.path().join("w.mur.zip")).unwrap();
     let node = common::node::Node::start(p.path(), "node", "c");
-    let joined = mur::cluster::connect::join(
-        std::slice::from_ref(&node.addr),
-        "c".into(),
-        Duration::from_secs(5),
-        None,
-        p.path(),
-    )
-    .await
-    .unwrap();
+    let joined = join(&node.addr, &p).await;
     let host = joined.cluster.nodes()[0].host.clone();
     let session_id = "ses_0000000000000000000000000000000c".to_string();
     let req = StartRequest {

@@ -118,12 +118,7 @@ pub async fn run(
         })
         .collect();
     script.push(Reply::json(openai::chat_text("done")));
-    let fake = provider
-        .spawn(FakeProvider::start(script))
-        .await
-        .unwrap()
-        .unwrap();
-    fake.keep_bodies(false);
+    let fake = fake_provider(script, provider).await;
     let mut cfg =
         mur::drivers::HttpDriverConfig::new("murmur/driver-openai", &fake.openai_endpoint(), None);
     cfg.retry.max_retries = 0;
@@ -194,6 +189,17 @@ pub async fn run(
     }
 }
 
+/// The fake provider on `provider`, answering with `script`, keeping no bodies.
+async fn fake_provider(script: Vec<Reply>, provider: &tokio::runtime::Handle) -> FakeProvider {
+    let fake = provider
+        .spawn(FakeProvider::start(script))
+        .await
+        .unwrap()
+        .unwrap();
+    fake.keep_bodies(false);
+    fake
+}
+
 /// The transport's floor, measured the way a turn's overhead is: `requests` POSTs of a JSON
 /// body of `body_len` bytes to the fake provider on `provider`, each answered with the tool call
 /// a turn gets, through a client built as the driver builds its own (`mur::tls::client_builder`,
@@ -206,12 +212,7 @@ pub async fn transport_floor(
 ) -> f64 {
     let reply = openai::chat_tool_calls(&[("call_0", "noop", "{\"n\": 1}")]);
     let script: Vec<Reply> = (0..requests).map(|_| Reply::json(reply.clone())).collect();
-    let fake = provider
-        .spawn(FakeProvider::start(script))
-        .await
-        .unwrap()
-        .unwrap();
-    fake.keep_bodies(false);
+    let fake = fake_provider(script, provider).await;
     let url = format!("{}/chat/completions", fake.openai_endpoint());
     let client = mur::tls::client_builder(&url).build().unwrap();
     let body = bytes::Bytes::from(format!(
