@@ -204,17 +204,27 @@ fn main() {
             mur::contain::host::after_commands();
             code
         }
+        // These run sessions of capsules read later (hosted children, a recorded tree): the
+        // host's namespaces are probed beside their start, as `mur run` does for a capsule
+        // that may run commands.
         Command::Node(args) => {
             init_logs(0, None);
+            mur::contain::host::before_commands();
             on_runtime(Threads::PerCore, mur::cluster::node::run(args))
         }
         Command::Replay(args) => {
             init_logs(0, None);
-            on_runtime(Threads::PerCore, mur::replay::run(args))
+            mur::contain::host::before_commands();
+            let code = on_runtime(Threads::PerCore, mur::replay::run(args));
+            mur::contain::host::after_commands();
+            code
         }
         Command::Resume(args) => {
             init_logs(0, None);
-            on_runtime(Threads::PerCore, mur::resume::run(args))
+            mur::contain::host::before_commands();
+            let code = on_runtime(Threads::PerCore, mur::resume::run(args));
+            mur::contain::host::after_commands();
+            code
         }
         Command::Doctor {
             manifest,

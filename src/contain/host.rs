@@ -163,7 +163,8 @@ pub fn namespaces() -> Namespaces {
 /// Get a run ready for its commands on a thread of its own, beside the run's start: probe
 /// [`namespaces`], so that the first command does not wait for it, then remove the scratch
 /// folders of killed runs ([`super::sweep_stale_scratch`]). `mur run` calls this for a capsule
-/// that may run commands; one that cannot pays for neither. [`after_commands`] waits for it.
+/// that may run commands (one that cannot pays for neither); `mur node`, `replay` and `resume`
+/// at their start. [`after_commands`] waits for it.
 pub fn before_commands() {
     let spawned = std::thread::Builder::new()
         .name("mur-probe".into())
