@@ -105,7 +105,41 @@ fn main() {
         "peak RSS of the one-HTTP-turn run: {:.1} MiB (target 8 MiB; the POST floor {:.1} MiB)",
         turn.rss_mib, post.rss_mib
     );
+    println!("{}", symbol_list_state(&mur));
     drop(fake);
+}
+
+/// How much of the start-up symbol list (build.rs, `link/`) the measured `mur` still holds: a
+/// stale list is what makes the peak RSS grow (docs/architecture.md, start-up), and nothing
+/// else shows it. Read with `nm`; said so when it is missing.
+fn symbol_list_state(mur: &Path) -> String {
+    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/startup-symbols.release.txt");
+    let Ok(text) = std::fs::read_to_string(&list) else {
+        return format!("start-up symbol list: {} not found", list.display());
+    };
+    let nm = match Command::new("nm").arg(mur).output() {
+        Ok(out) if out.status.success() => out.stdout,
+        _ => return "start-up symbol list: not checked (no `nm` here)".into(),
+    };
+    let defined: std::collections::HashSet<&[u8]> = nm
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.rsplit(|b| *b == b' ').next())
+        .collect();
+    let names: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    let found = names
+        .iter()
+        .filter(|n| defined.contains(n.as_bytes()))
+        .count();
+    let advice = if found == names.len() {
+        String::new()
+    } else {
+        "; rerun scripts/startup-symbols.sh release".into()
+    };
+    format!(
+        "start-up symbol list: {found} of {} names in {}{advice}",
+        names.len(),
+        mur.display()
+    )
 }
 
 /// One measured command: median wall time and the largest peak RSS over the runs.
