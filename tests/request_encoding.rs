@@ -689,6 +689,31 @@ fn one_driver_serving_interleaved_sessions_encodes_each_one_right() {
     }
 }
 
+/// A session's tool array changes (a pull adds a tool, a removal takes one away): each body
+/// carries the array its request offers, not the one whose encoding the history kept, and the
+/// same array offered again (an equal copy in a new `Arc`, or the first one) is right too.
+#[test]
+fn a_tool_array_that_changes_between_calls_is_encoded_anew() {
+    let first = Arc::new(tools());
+    let mut more = tools();
+    more.push(ToolSpec {
+        name: "pulled".into(),
+        description: Some("A tool pulled at runtime.".into()),
+        parameters: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+    });
+    let more = Arc::new(more);
+    let fewer = Arc::new(tools()[..1].to_vec());
+    let equal_copy = Arc::new(tools());
+    let offers = [&first, &first, &more, &fewer, &first, &equal_copy, &more];
+    for (what, enc) in encoders() {
+        let mut history = History::default();
+        for (m, tools) in rich_history().into_iter().zip(offers.iter().cycle()) {
+            history.push(m);
+            enc.check(&request(history.clone(), "S", tools), &what);
+        }
+    }
+}
+
 #[test]
 fn one_history_encoded_by_several_shapes_in_turn() {
     let tools = Arc::new(tools());

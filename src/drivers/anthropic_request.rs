@@ -64,7 +64,7 @@ struct SystemBlock<'a> {
 #[derive(Serialize)]
 struct Rest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<Tools<'a>>,
+    tools: Option<&'a serde_json::value::RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<ThinkingConfig>,
     stream: bool,
@@ -379,11 +379,21 @@ fn write_body(
     out.push(b'[');
     write_history(&mut out, prefix, opts.prompt_cache);
     out.push(b']');
+    let tools = match req.tools.is_empty() {
+        true => None,
+        false => Some(
+            prefix
+                .tools
+                .encoded(&req.tools, opts.prompt_cache, |specs| {
+                    serde_json::value::to_raw_value(&Tools {
+                        specs,
+                        cache: opts.prompt_cache,
+                    })
+                })?,
+        ),
+    };
     let rest = Rest {
-        tools: (!req.tools.is_empty()).then(|| Tools {
-            specs: &req.tools,
-            cache: opts.prompt_cache,
-        }),
+        tools,
         thinking: opts.thinking.then(|| ThinkingConfig {
             kind: "enabled",
             budget_tokens: opts

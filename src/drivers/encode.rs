@@ -25,6 +25,10 @@
 //! *last* cacheable block of the conversation, which moves every turn, so blocks are kept
 //! unmarked and the marker is spliced in at the recorded offset of the last one ([`Part::mark`]).
 //!
+//! The tool array is the same call after call (a session offers one `Arc` of tools until its
+//! inventory changes), and with many tools or long schemas it is not small: its encoding is
+//! kept in the prefix too ([`ToolsCache`]), for as long as the request offers the same array.
+//!
 //! The body around the history is small and built each call: a `Head` struct for the members
 //! before the history and a `Rest` struct for those after it ([`open_object`] / [`key`] /
 //! [`close_object`] join them into one object), so the member order stays the one the structs
@@ -33,9 +37,11 @@
 //! in `tests/request_encoding.rs` keep those builders as the oracle.
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
-use mur_actors::model::ContentBlock;
+use mur_actors::model::{ContentBlock, ToolSpec};
 use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// A comma-joined run of wire items (array elements, without the brackets).
@@ -90,6 +96,8 @@ pub(crate) struct Prefix<K> {
     pub(crate) tail: Part,
     /// What the last body held around its items (head, system, tools, …), to size the next.
     extra_hint: usize,
+    /// The tool array's encoding.
+    pub(crate) tools: ToolsCache,
 }
 
 impl<K> Default for Prefix<K> {
@@ -100,7 +108,40 @@ impl<K> Default for Prefix<K> {
             done: Part::default(),
             tail: Part::default(),
             extra_hint: 0,
+            tools: ToolsCache::default(),
         }
+    }
+}
+
+/// One tool array's wire encoding, kept while requests offer that same array (the same `Arc`,
+/// held here so it cannot be freed and its address reused) and the same `variant` (what else
+/// shaped the bytes: Anthropic's cache marker on the last tool).
+#[derive(Default)]
+pub(crate) struct ToolsCache {
+    of: Option<(Arc<Vec<ToolSpec>>, bool)>,
+    json: Option<Box<RawValue>>,
+}
+
+impl ToolsCache {
+    /// Makes the cache hold `tools` as `encode` writes it (encoding only when it held another
+    /// array or variant), then answers the encoding.
+    pub(crate) fn encoded(
+        &mut self,
+        tools: &Arc<Vec<ToolSpec>>,
+        variant: bool,
+        encode: impl FnOnce(&[ToolSpec]) -> serde_json::Result<Box<RawValue>>,
+    ) -> serde_json::Result<&RawValue> {
+        let hit = matches!(&self.of, Some((of, v)) if Arc::ptr_eq(of, tools) && *v == variant);
+        let json = match self.json.take() {
+            Some(json) if hit => json,
+            _ => {
+                self.of = None;
+                let json = encode(tools)?;
+                self.of = Some((tools.clone(), variant));
+                json
+            }
+        };
+        Ok(self.json.insert(json))
     }
 }
 

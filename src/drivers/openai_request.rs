@@ -9,6 +9,7 @@
 use mur_actors::model::{ContentBlock, InferRequest, Message, ToolSpec};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
+use serde_json::value::{to_raw_value, RawValue};
 use serde_json::Value;
 
 use super::encode::{close_object, description, key, open_object, Arguments, Joined, Prefix};
@@ -51,7 +52,7 @@ struct ChatHead<'a> {
 #[derive(Serialize)]
 struct ChatRest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<ChatTools<'a>>,
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -235,8 +236,16 @@ pub(super) fn chat_body(req: &InferRequest, opts: &OpenAiOptions) -> serde_json:
         }
         out.extend_from_slice(&prefix.done.bytes);
         out.push(b']');
+        let tools = match req.tools.is_empty() {
+            true => None,
+            false => Some(
+                prefix
+                    .tools
+                    .encoded(&req.tools, false, |t| to_raw_value(&ChatTools(t)))?,
+            ),
+        };
         let rest = ChatRest {
-            tools: (!req.tools.is_empty()).then_some(ChatTools(&req.tools)),
+            tools,
             prompt_cache_key: req.prompt_cache_key.as_deref(),
             reasoning_effort: opts.reasoning_effort.as_deref(),
             stream: true,
@@ -263,7 +272,7 @@ struct ResponsesHead<'a> {
 struct ResponsesRest<'a> {
     max_output_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<ResponsesTools<'a>>,
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -426,9 +435,17 @@ pub(super) fn responses_body(
             effort: opts.reasoning_effort.as_deref(),
             summary: opts.thinking.then_some("auto"),
         };
+        let tools = match req.tools.is_empty() {
+            true => None,
+            false => Some(
+                prefix
+                    .tools
+                    .encoded(&req.tools, false, |t| to_raw_value(&ResponsesTools(t)))?,
+            ),
+        };
         let rest = ResponsesRest {
             max_output_tokens: req.max_tokens,
-            tools: (!req.tools.is_empty()).then_some(ResponsesTools(&req.tools)),
+            tools,
             prompt_cache_key: req.prompt_cache_key.as_deref(),
             reasoning: (reasoning.effort.is_some() || reasoning.summary.is_some())
                 .then_some(reasoning),
