@@ -77,6 +77,21 @@ impl Node {
     }
 }
 
+/// A parent in this process, its project at `project`, joined to the node at `addr` with
+/// `cookie`. One per test process: each join starts its own cluster server, and two servers
+/// number their node sessions alike, so one could find the other's node.
+pub async fn join(addr: &str, cookie: &str, project: &Path) -> mur::cluster::connect::Joined {
+    mur::cluster::connect::join(
+        &[addr.to_string()],
+        cookie.into(),
+        std::time::Duration::from_secs(5),
+        None,
+        project,
+    )
+    .await
+    .unwrap()
+}
+
 impl Drop for Node {
     fn drop(&mut self) {
         let _ = self.child.kill();
