@@ -181,6 +181,17 @@ fn on_runtime(threads: Threads, command: impl std::future::Future<Output = i32>)
     code
 }
 
+/// Run a command whose sessions' capsules are read later (hosted children, a recorded tree)
+/// on a worker per core: the host's namespaces are probed beside its start, as `mur run` does
+/// for a capsule that may run commands.
+fn with_commands(command: impl std::future::Future<Output = i32>) -> i32 {
+    init_logs(0, None);
+    mur::contain::host::before_commands();
+    let code = on_runtime(Threads::PerCore, command);
+    mur::contain::host::after_commands();
+    code
+}
+
 fn main() {
     // A panic inside a session (say, a driver bug) is a crash of that session, reported as an
     // outcome; one log line says where, instead of a backtrace on the user's terminal.
@@ -204,28 +215,9 @@ fn main() {
             mur::contain::host::after_commands();
             code
         }
-        // These run sessions of capsules read later (hosted children, a recorded tree): the
-        // host's namespaces are probed beside their start, as `mur run` does for a capsule
-        // that may run commands.
-        Command::Node(args) => {
-            init_logs(0, None);
-            mur::contain::host::before_commands();
-            on_runtime(Threads::PerCore, mur::cluster::node::run(args))
-        }
-        Command::Replay(args) => {
-            init_logs(0, None);
-            mur::contain::host::before_commands();
-            let code = on_runtime(Threads::PerCore, mur::replay::run(args));
-            mur::contain::host::after_commands();
-            code
-        }
-        Command::Resume(args) => {
-            init_logs(0, None);
-            mur::contain::host::before_commands();
-            let code = on_runtime(Threads::PerCore, mur::resume::run(args));
-            mur::contain::host::after_commands();
-            code
-        }
+        Command::Node(args) => with_commands(mur::cluster::node::run(args)),
+        Command::Replay(args) => with_commands(mur::replay::run(args)),
+        Command::Resume(args) => with_commands(mur::resume::run(args)),
         Command::Doctor {
             manifest,
             json,

@@ -331,7 +331,7 @@ fn interrupt_once_running(p: &Project, nodes: &[&Node], marker: &str, commands: 
 
 #[test]
 fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
-    let marker = format!("never-{}", uuid_like());
+    let marker = format!("never-{}", unique_marker());
     let p = fan_out_project(&format!(
         "while [ ! -e /nonexistent/{marker} ]; do sleep 0.05; done"
     ));
@@ -349,7 +349,7 @@ fn ctrl_c_at_the_root_ends_remote_children_and_their_traces_complete() {
 fn ctrl_c_at_the_root_ends_grandchildren_running_on_a_node() {
     // root → middle (on the node) → two leaves (in the middle's tree, on the node), each
     // running a command that never ends by itself.
-    let marker = format!("never-{}", uuid_like());
+    let marker = format!("never-{}", unique_marker());
     let p = Project::new();
     let shell = "capabilities:\n  shell:\n    allow: [bash, sleep]\n";
     p.write("leaf/murmur.yaml", &scripted_manifest("leaf", shell));
@@ -415,17 +415,6 @@ fn ctrl_c_at_the_root_ends_grandchildren_running_on_a_node() {
     let leaf_ends = outcomes(mid);
     assert_eq!(leaf_ends.len(), 2, "{leaf_ends:?}");
     assert!(leaf_ends.iter().all(ended), "{leaf_ends:?}");
-}
-
-fn uuid_like() -> String {
-    format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    )
 }
 
 #[test]

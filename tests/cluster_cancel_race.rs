@@ -17,14 +17,7 @@ use mur_actors::spec::Grants;
 /// task ran found nothing, was dropped, and the child ran on with no one to stop it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_sent_right_behind_a_start_ends_the_child() {
-    let marker = format!(
-        "never-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
+    let marker = format!("never-{}", unique_marker());
     let p = Project::new();
     p.write(
         "worker/murmur.yaml",

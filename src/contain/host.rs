@@ -104,9 +104,7 @@ impl Host {
                 "Landlock ABI {} cannot scope signals (ABI {LANDLOCK_SCOPE_ABI}, Linux 6.12, is needed)",
                 self.landlock_abi
             ))
-        } else if self.namespaces.is_none() {
-            Some("this reading of the host did not probe namespaces".into())
-        } else if self.namespaces == Some(Namespaces::None) {
+        } else if self.namespaces.unwrap_or_else(namespaces) == Namespaces::None {
             Some("commands cannot get their own PID namespace (unprivileged user namespaces are disabled)".into())
         } else if !self.net_namespace {
             Some("commands cannot get their own network namespace".into())

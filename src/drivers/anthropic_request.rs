@@ -379,19 +379,14 @@ fn write_body(
     out.push(b'[');
     write_history(&mut out, prefix, opts.prompt_cache);
     out.push(b']');
-    let tools = match req.tools.is_empty() {
-        true => None,
-        false => Some(
-            prefix
-                .tools
-                .encoded(&req.tools, opts.prompt_cache, |specs| {
-                    serde_json::value::to_raw_value(&Tools {
-                        specs,
-                        cache: opts.prompt_cache,
-                    })
-                })?,
-        ),
-    };
+    let tools = prefix
+        .tools
+        .member(&req.tools, opts.prompt_cache, |specs| {
+            serde_json::value::to_raw_value(&Tools {
+                specs,
+                cache: opts.prompt_cache,
+            })
+        })?;
     let rest = Rest {
         tools,
         thinking: opts.thinking.then(|| ThinkingConfig {

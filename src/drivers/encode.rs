@@ -123,9 +123,23 @@ pub(crate) struct ToolsCache {
 }
 
 impl ToolsCache {
+    /// The request's tool array as `encode` writes it, `None` when it offers no tool: what a
+    /// body's `tools` member holds.
+    pub(crate) fn member(
+        &mut self,
+        tools: &Arc<Vec<ToolSpec>>,
+        variant: bool,
+        encode: impl FnOnce(&[ToolSpec]) -> serde_json::Result<Box<RawValue>>,
+    ) -> serde_json::Result<Option<&RawValue>> {
+        if tools.is_empty() {
+            return Ok(None);
+        }
+        self.encoded(tools, variant, encode).map(Some)
+    }
+
     /// Makes the cache hold `tools` as `encode` writes it (encoding only when it held another
     /// array or variant), then answers the encoding.
-    pub(crate) fn encoded(
+    fn encoded(
         &mut self,
         tools: &Arc<Vec<ToolSpec>>,
         variant: bool,

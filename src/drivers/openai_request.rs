@@ -236,14 +236,9 @@ pub(super) fn chat_body(req: &InferRequest, opts: &OpenAiOptions) -> serde_json:
         }
         out.extend_from_slice(&prefix.done.bytes);
         out.push(b']');
-        let tools = match req.tools.is_empty() {
-            true => None,
-            false => Some(
-                prefix
-                    .tools
-                    .encoded(&req.tools, false, |t| to_raw_value(&ChatTools(t)))?,
-            ),
-        };
+        let tools = prefix
+            .tools
+            .member(&req.tools, false, |t| to_raw_value(&ChatTools(t)))?;
         let rest = ChatRest {
             tools,
             prompt_cache_key: req.prompt_cache_key.as_deref(),
@@ -435,14 +430,9 @@ pub(super) fn responses_body(
             effort: opts.reasoning_effort.as_deref(),
             summary: opts.thinking.then_some("auto"),
         };
-        let tools = match req.tools.is_empty() {
-            true => None,
-            false => Some(
-                prefix
-                    .tools
-                    .encoded(&req.tools, false, |t| to_raw_value(&ResponsesTools(t)))?,
-            ),
-        };
+        let tools = prefix
+            .tools
+            .member(&req.tools, false, |t| to_raw_value(&ResponsesTools(t)))?;
         let rest = ResponsesRest {
             max_output_tokens: req.max_tokens,
             tools,

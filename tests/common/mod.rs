@@ -196,6 +196,19 @@ pub async fn wait_for_line(path: &Path, event_type: &str) {
     }
 }
 
+/// A text no other process's command line holds: this process's id and the time in ns (for
+/// [`processes_holding`] and [`commands_holding`]).
+pub fn unique_marker() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
 /// Live processes whose command line holds `marker` (a command, and a copy of it that has
 /// forked and not yet exec'd: a shell's subshell has the same command line).
 pub fn processes_holding(marker: &str) -> usize {

@@ -232,13 +232,7 @@ fn run(job: Job, clock: &mut Clock) {
             let _ = reply.send(());
         }
         Job::Barrier { file: tf, reply } => {
-            let never_created = {
-                let state = tf.lock();
-                !state.created && !state.buffer.is_empty() && state.error.is_none()
-            };
-            if never_created {
-                let _ = tf.create();
-            }
+            tf.create_if_lines_wait();
             tf.write_buffer(clock);
             let file = tf.open_file(clock);
             let state = tf.lock();
@@ -273,17 +267,7 @@ impl TraceFile {
             }
         };
         if reopen {
-            let opened = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path);
-            match opened {
-                Ok(f) => self.lock().file = Some(Arc::new(f)),
-                Err(e) => {
-                    self.fail(e);
-                    return None;
-                }
-            }
+            self.reopen()?;
         }
         let file = {
             let mut state = self.lock();
@@ -292,6 +276,49 @@ impl TraceFile {
         };
         clock.admit(self);
         file
+    }
+
+    /// Open the created file again for appending (after the clock closed it); `None` when that
+    /// failed (the error is the file's first).
+    fn reopen(&self) -> Option<Arc<File>> {
+        let opened = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path);
+        match opened {
+            Ok(f) => {
+                let f = Arc::new(f);
+                self.lock().file = Some(f.clone());
+                Some(f)
+            }
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    /// Create the file if lines wait for it and nothing created it yet (a barrier, or a solo
+    /// write, before the session's setup job ran).
+    fn create_if_lines_wait(&self) {
+        let never_created = {
+            let state = self.lock();
+            !state.created && !state.buffer.is_empty() && state.error.is_none()
+        };
+        if never_created {
+            let _ = self.create();
+        }
+    }
+
+    /// The file's first error (`cause` describes the failure if none was recorded).
+    fn first_error(&self, cause: &str) -> RecordError {
+        self.lock()
+            .error
+            .clone()
+            .unwrap_or_else(|| RecordError::TraceWrite {
+                path: self.path.clone(),
+                cause: cause.into(),
+            })
     }
 
     /// On the trace thread: write the buffered lines, if the file was created.
@@ -340,14 +367,7 @@ impl TraceFile {
             Err(e) => {
                 drop(state);
                 self.fail(e);
-                Err(self
-                    .lock()
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| RecordError::TraceWrite {
-                        path: self.path.clone(),
-                        cause: "the file could not be created".into(),
-                    }))
+                Err(self.first_error("the file could not be created"))
             }
         }
     }
@@ -533,13 +553,7 @@ mod solo {
         /// first error.
         pub(super) fn write_here(self: &Arc<Self>) -> Result<Option<Arc<File>>, RecordError> {
             let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
-            let never_created = {
-                let state = self.lock();
-                !state.created && !state.buffer.is_empty() && state.error.is_none()
-            };
-            if never_created {
-                let _ = self.create();
-            }
+            self.create_if_lines_wait();
             let (file, buffer) = {
                 let mut state = self.lock();
                 state.queued = false;
@@ -553,39 +567,18 @@ mod solo {
             };
             let file = match file {
                 Some(f) => f,
-                None => match std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&self.path)
-                {
-                    Ok(f) => {
-                        let f = Arc::new(f);
-                        self.lock().file = Some(f.clone());
-                        f
-                    }
-                    Err(e) => {
-                        self.fail(e);
-                        return Err(self.first_error());
-                    }
+                None => match self.reopen() {
+                    Some(f) => f,
+                    None => return Err(self.first_error("the file could not be reopened")),
                 },
             };
             if !buffer.is_empty() {
                 if let Err(e) = (&*file).write_all(&buffer) {
                     self.fail(e);
-                    return Err(self.first_error());
+                    return Err(self.first_error("the write failed"));
                 }
             }
             Ok(Some(file))
-        }
-
-        fn first_error(&self) -> RecordError {
-            self.lock()
-                .error
-                .clone()
-                .unwrap_or_else(|| RecordError::TraceWrite {
-                    path: self.path.clone(),
-                    cause: "the write failed".into(),
-                })
         }
     }
 }
