@@ -113,7 +113,14 @@ fn main() {
 /// stale list is what makes the peak RSS grow (docs/architecture.md, start-up), and nothing
 /// else shows it. Read with `nm`; said so when it is missing.
 fn symbol_list_state(mur: &Path) -> String {
-    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/startup-symbols.release.txt");
+    // The profile's own list: the binary is `target/<profile>/mur` (`--profile dist` too).
+    let profile = mur
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|p| p.to_str())
+        .unwrap_or("release");
+    let list =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("link/startup-symbols.{profile}.txt"));
     let Ok(text) = std::fs::read_to_string(&list) else {
         return format!("start-up symbol list: {} not found", list.display());
     };
@@ -133,7 +140,7 @@ fn symbol_list_state(mur: &Path) -> String {
     let advice = if found == names.len() {
         String::new()
     } else {
-        "; rerun scripts/startup-symbols.sh release".into()
+        format!("; rerun scripts/startup-symbols.sh {profile}")
     };
     format!(
         "start-up symbol list: {found} of {} names in {}{advice}",

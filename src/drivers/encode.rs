@@ -118,13 +118,13 @@ impl<K> Default for Prefix<K> {
 /// shaped the bytes: Anthropic's cache marker on the last tool).
 #[derive(Default)]
 pub(crate) struct ToolsCache {
-    of: Option<(Arc<Vec<ToolSpec>>, bool)>,
-    json: Option<Box<RawValue>>,
+    /// The array, its variant and their encoding.
+    kept: Option<(Arc<Vec<ToolSpec>>, bool, Box<RawValue>)>,
 }
 
 impl ToolsCache {
-    /// The request's tool array as `encode` writes it, `None` when it offers no tool: what a
-    /// body's `tools` member holds.
+    /// The request's tool array as `encode` writes it (encoded only when the cache held another
+    /// array or variant), `None` when it offers no tool: what a body's `tools` member holds.
     pub(crate) fn member(
         &mut self,
         tools: &Arc<Vec<ToolSpec>>,
@@ -134,28 +134,12 @@ impl ToolsCache {
         if tools.is_empty() {
             return Ok(None);
         }
-        self.encoded(tools, variant, encode).map(Some)
-    }
-
-    /// Makes the cache hold `tools` as `encode` writes it (encoding only when it held another
-    /// array or variant), then answers the encoding.
-    fn encoded(
-        &mut self,
-        tools: &Arc<Vec<ToolSpec>>,
-        variant: bool,
-        encode: impl FnOnce(&[ToolSpec]) -> serde_json::Result<Box<RawValue>>,
-    ) -> serde_json::Result<&RawValue> {
-        let hit = matches!(&self.of, Some((of, v)) if Arc::ptr_eq(of, tools) && *v == variant);
-        let json = match self.json.take() {
-            Some(json) if hit => json,
-            _ => {
-                self.of = None;
-                let json = encode(tools)?;
-                self.of = Some((tools.clone(), variant));
-                json
-            }
-        };
-        Ok(self.json.insert(json))
+        let hit = matches!(&self.kept, Some((of, v, _)) if Arc::ptr_eq(of, tools) && *v == variant);
+        if !hit {
+            self.kept = None;
+            self.kept = Some((tools.clone(), variant, encode(tools)?));
+        }
+        Ok(self.kept.as_ref().map(|(_, _, json)| &**json))
     }
 }
 
