@@ -29,6 +29,12 @@ pub(crate) trait StreamAssembler {
     /// Builds the reply. `terminal` says whether the terminal event arrived; `events` is how
     /// many events were seen (for messages).
     fn finish(self, terminal: bool, events: usize) -> Result<InferReply, Failure>;
+    /// A whole JSON reply read without a `Value` tree, when it has the provider's common shape;
+    /// `None` (the default) hands it to the driver's `Value` reading, which decides everything
+    /// else. Whatever it answers must be what the `Value` reading would.
+    fn parse_json_fast(&self, _body: &[u8]) -> Option<InferReply> {
+        None
+    }
 }
 
 /// What the decoder has decided about the body so far.
@@ -99,6 +105,13 @@ impl<'u, A: StreamAssembler> ReplyDecoder<'u, A> {
                 self.url
             ))),
             Mode::Json(body) => {
+                let fast = self
+                    .assembler
+                    .as_ref()
+                    .and_then(|a| a.parse_json_fast(&body));
+                if let Some(reply) = fast {
+                    return Ok(reply);
+                }
                 let value: Value = serde_json::from_slice(&body).map_err(|e| {
                     Failure::malformed(format!(
                         "the reply from {} is not valid JSON ({e}); it starts with '{}'",

@@ -16,6 +16,7 @@ mod anthropic;
 mod anthropic_reply;
 mod anthropic_request;
 mod body;
+mod chat_completion;
 pub mod config;
 mod encode;
 mod http;
@@ -67,6 +68,22 @@ pub fn http_driver(
         ANTHROPIC_DRIVER => Some(anthropic(cfg)),
         OPENAI_DRIVER => Some(openai(cfg)),
         _ => None,
+    }
+}
+
+/// Panics if the typed reading of a whole Chat Completions reply (the fast path) answers
+/// `body` differently from the `Value` reading that defines it. For the hostile-input harness.
+#[doc(hidden)]
+pub fn check_chat_readings_agree(body: &[u8]) {
+    const URL: &str = "http://127.0.0.1:1/fuzz";
+    let Some(fast) = chat_completion::parse(URL, body) else {
+        return;
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(body).expect("the typed reading answered a body that is not JSON");
+    match openai_reply::parse_chat(URL, value) {
+        Ok(reply) => assert_eq!(fast, reply, "the two readings of a chat.completion differ"),
+        Err(f) => panic!("the typed reading answered a body the Value reading refuses: {f:?}"),
     }
 }
 

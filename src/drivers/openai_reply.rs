@@ -24,7 +24,11 @@ pub(crate) fn arguments(v: Option<&Value>) -> Value {
 }
 
 /// Maps a `finish_reason`; `stop` with tool calls is a tool call turn.
-fn stop_reason(url: &str, reason: Option<&str>, has_calls: bool) -> Result<StopReason, Failure> {
+pub(crate) fn stop_reason(
+    url: &str,
+    reason: Option<&str>,
+    has_calls: bool,
+) -> Result<StopReason, Failure> {
     match reason {
         None | Some("stop") if has_calls => Ok(StopReason::ToolCall),
         None | Some("stop") => Ok(StopReason::EndTurn),
@@ -118,7 +122,11 @@ fn split_think(text: &str) -> (String, String) {
 }
 
 /// Assembles the neutral content: thinking, then text, then tool calls.
-fn content(thinking: String, text: String, calls: Vec<ContentBlock>) -> Vec<ContentBlock> {
+pub(crate) fn content(
+    thinking: String,
+    text: String,
+    calls: Vec<ContentBlock>,
+) -> Vec<ContentBlock> {
     let (thinking, text) = if text.contains("<think>") {
         let (inline, rest) = split_think(&text);
         (format!("{thinking}{inline}"), rest)
@@ -233,6 +241,10 @@ impl ChatStream {
 }
 
 impl StreamAssembler for ChatStream {
+    fn parse_json_fast(&self, body: &[u8]) -> Option<InferReply> {
+        super::chat_completion::parse(&self.url, body)
+    }
+
     fn on_event(&mut self, event: SseEvent) -> Result<bool, Failure> {
         if event.data.trim() == "[DONE]" {
             return Ok(true);
