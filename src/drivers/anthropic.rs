@@ -19,7 +19,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use mur_actors::model::{
     InferError, InferErrorKind, InferReply, InferRequest, ModelDriver, RetrySink,
 };
@@ -31,6 +30,7 @@ use super::body::read_reply;
 use super::config::{HttpDriverConfig, RetryPolicy};
 use super::http::{AuthStyle, Transport};
 use super::options::Options;
+use super::request_body::RequestBody;
 use super::retry::with_retries;
 
 /// The `anthropic-version` header value.
@@ -107,6 +107,11 @@ impl AnthropicDriver {
     /// The history's encoding is kept in the history between calls (`super::encode`), so a
     /// call encodes only what was added since the last one.
     pub fn request_body(&self, req: &InferRequest) -> Result<Vec<u8>, InferError> {
+        self.encode(req).map(|body| body.to_vec())
+    }
+
+    /// The request body as it is sent: in pieces, the history's kept encoding lent, not copied.
+    fn encode(&self, req: &InferRequest) -> Result<RequestBody, InferError> {
         let opts = BodyOptions {
             prompt_cache: self.options.prompt_cache,
             thinking: self.options.thinking,
@@ -132,20 +137,18 @@ impl ModelDriver for AnthropicDriver {
         request: &InferRequest,
         retries: &dyn RetrySink,
     ) -> Result<InferReply, InferError> {
-        let body = Bytes::from(self.request_body(request)?);
-        with_retries(&self.retry, retries, |_| {
-            let body = body.clone();
-            async move {
-                let attempt = async {
-                    let resp = self.transport.post(&self.url, body).await?;
-                    let stream = AnthropicStream::new(&self.url);
-                    read_reply(&self.transport, &self.url, resp, stream, |v| {
-                        parse_message(&self.url, v)
-                    })
-                    .await
-                };
-                attempt.await.map_err(|f| self.transport.redact_failure(f))
-            }
+        let body = self.encode(request)?;
+        let body = &body;
+        with_retries(&self.retry, retries, |_| async move {
+            let attempt = async {
+                let resp = self.transport.post(&self.url, body).await?;
+                let stream = AnthropicStream::new(&self.url);
+                read_reply(&self.transport, &self.url, resp, stream, |v| {
+                    parse_message(&self.url, v)
+                })
+                .await
+            };
+            attempt.await.map_err(|f| self.transport.redact_failure(f))
         })
         .await
     }

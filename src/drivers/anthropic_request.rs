@@ -14,6 +14,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::encode::{close_object, description, is_false, key, open_object, Part, Prefix};
+use super::request_body::{BodyWriter, RequestBody};
 
 /// What the message bytes depend on besides the messages: signed thinking blocks go back only
 /// when thinking is on.
@@ -215,7 +216,7 @@ fn write_message<'a>(
     let mut open = false;
     for block in blocks {
         let out = if open {
-            let out = &mut part.bytes;
+            let out = part.buf();
             out.push(b',');
             out
         } else {
@@ -232,7 +233,7 @@ fn write_message<'a>(
         }
     }
     if open {
-        part.bytes.extend_from_slice(b"]}");
+        part.buf().extend_from_slice(b"]}");
     }
     Ok(())
 }
@@ -309,9 +310,9 @@ fn update(
     write_messages(&mut prefix.tail, &messages[keep..], shape)
 }
 
-/// Writes the message array's items (kept part, then tail) into `out`, the cache marker on the
-/// last cacheable block when `mark` is set.
-fn write_history(out: &mut Vec<u8>, prefix: &Prefix<Shape>, mark: bool) {
+/// Writes the message array's items (kept part, lent; then tail, copied) into `body`, the cache
+/// marker on the last cacheable block when `mark` is set.
+fn write_history(body: &mut BodyWriter, prefix: &Prefix<Shape>, mark: bool) {
     // The marker goes after the last cacheable block: the tail's if it has one, else the
     // kept part's.
     let (done_at, tail_at) = match (mark, prefix.tail.mark, prefix.done.mark) {
@@ -319,11 +320,18 @@ fn write_history(out: &mut Vec<u8>, prefix: &Prefix<Shape>, mark: bool) {
         (true, None, Some(d)) => (Some(d), None),
         _ => (None, None),
     };
-    write_marked(out, &prefix.done.bytes, done_at);
-    if !prefix.done.is_empty() && !prefix.tail.is_empty() {
-        out.push(b',');
+    match done_at.filter(|at| *at <= prefix.done.bytes.len()) {
+        Some(at) => {
+            body.lend(prefix.done.lend(0, at));
+            body.out.extend_from_slice(CACHE_MARK);
+            body.lend(prefix.done.lend(at, prefix.done.bytes.len()));
+        }
+        None => body.lend(prefix.done.lend_all()),
     }
-    write_marked(out, &prefix.tail.bytes, tail_at);
+    if !prefix.done.is_empty() && !prefix.tail.is_empty() {
+        body.out.push(b',');
+    }
+    write_marked(&mut body.out, &prefix.tail.bytes, tail_at);
 }
 
 /// Copies `bytes` into `out`, with the cache marker inserted at `at` when given.
@@ -339,7 +347,7 @@ fn write_marked(out: &mut Vec<u8>, bytes: &[u8], at: Option<usize>) {
 }
 
 /// The Messages API request body for `req`.
-pub(super) fn body(req: &InferRequest, opts: &BodyOptions) -> serde_json::Result<Vec<u8>> {
+pub(super) fn body(req: &InferRequest, opts: &BodyOptions) -> serde_json::Result<RequestBody> {
     let shape = Shape {
         thinking: opts.thinking,
     };
@@ -359,9 +367,9 @@ fn write_body(
     prefix: &mut Prefix<Shape>,
     messages: &[Message],
     shape: Shape,
-) -> serde_json::Result<Vec<u8>> {
+) -> serde_json::Result<RequestBody> {
     update(prefix, messages, shape)?;
-    let mut out = prefix.body_buffer();
+    let mut body = prefix.body_buffer();
     let system = req.system.trim();
     let head = Head {
         model: &req.model,
@@ -374,11 +382,11 @@ fn write_body(
             }]
         }),
     };
-    open_object(&mut out, &head)?;
-    key(&mut out, "messages");
-    out.push(b'[');
-    write_history(&mut out, prefix, opts.prompt_cache);
-    out.push(b']');
+    open_object(&mut body.out, &head)?;
+    key(&mut body.out, "messages");
+    body.out.push(b'[');
+    write_history(&mut body, prefix, opts.prompt_cache);
+    body.out.push(b']');
     let tools = prefix
         .tools
         .member(&req.tools, opts.prompt_cache, |specs| {
@@ -398,7 +406,8 @@ fn write_body(
         }),
         stream: true,
     };
-    close_object(&mut out, &rest)?;
-    prefix.wrote(&out);
-    Ok(out)
+    close_object(&mut body.out, &rest)?;
+    let body = body.finish();
+    prefix.wrote(&body);
+    Ok(body)
 }

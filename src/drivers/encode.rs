@@ -39,16 +39,22 @@
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use mur_actors::model::{ContentBlock, ToolSpec};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::request_body::{self, BodyWriter, RequestBody};
+
 /// A comma-joined run of wire items (array elements, without the brackets).
+///
+/// The bytes are shared so that a request body can carry them without a copy
+/// (`super::request_body`); writing to them copies first only if a body still holds them.
 #[derive(Default)]
 pub(crate) struct Part {
     /// The encoded items.
-    pub(crate) bytes: Vec<u8>,
+    pub(crate) bytes: Arc<Vec<u8>>,
     /// How many items `bytes` holds.
     count: usize,
     /// Anthropic: the offset in `bytes` of the closing `}` of the last prompt-cacheable block,
@@ -59,11 +65,17 @@ pub(crate) struct Part {
 impl Part {
     /// Starts a new item (writing the separator) and returns the buffer to write it into.
     pub(crate) fn item(&mut self) -> &mut Vec<u8> {
+        let bytes = Arc::make_mut(&mut self.bytes);
         if self.count > 0 {
-            self.bytes.push(b',');
+            bytes.push(b',');
         }
         self.count += 1;
-        &mut self.bytes
+        bytes
+    }
+
+    /// The buffer, to go on writing the current item.
+    pub(crate) fn buf(&mut self) -> &mut Vec<u8> {
+        Arc::make_mut(&mut self.bytes)
     }
 
     /// True when no item was written.
@@ -71,9 +83,12 @@ impl Part {
         self.count == 0
     }
 
-    /// Empties the part, keeping its buffer.
+    /// Empties the part, keeping its buffer unless a body still holds it.
     pub(crate) fn clear(&mut self) {
-        self.bytes.clear();
+        match Arc::get_mut(&mut self.bytes) {
+            Some(bytes) => bytes.clear(),
+            None => self.bytes = Arc::default(),
+        }
         self.count = 0;
         self.mark = None;
     }
@@ -81,6 +96,16 @@ impl Part {
     /// Records that the object just written ends a prompt-cacheable block.
     pub(crate) fn mark_last(&mut self) {
         self.mark = self.bytes.len().checked_sub(1);
+    }
+
+    /// Lends `bytes[from..to]` to a request body, without copying.
+    pub(crate) fn lend(&self, from: usize, to: usize) -> Bytes {
+        request_body::lend(&self.bytes, from, to)
+    }
+
+    /// Lends all the bytes to a request body, without copying.
+    pub(crate) fn lend_all(&self) -> Bytes {
+        self.lend(0, self.bytes.len())
     }
 }
 
@@ -161,15 +186,16 @@ impl<K: PartialEq> Prefix<K> {
         *self = Prefix::default();
     }
 
-    /// A buffer for the body, once the prefix is up to date: room for the kept items and the
-    /// tail, and for what the last body held around them, with some to spare.
-    pub(crate) fn body_buffer(&self) -> Vec<u8> {
+    /// A writer for the body, once the prefix is up to date: room for the tail and for what the
+    /// last body held around the items, with some to spare (the kept items are lent, not
+    /// copied).
+    pub(crate) fn body_buffer(&self) -> BodyWriter {
         let around = self.extra_hint + self.extra_hint / 4 + 256;
-        Vec::with_capacity(self.done.bytes.len() + self.tail.bytes.len() + around)
+        BodyWriter::with_capacity(self.tail.bytes.len() + around)
     }
 
     /// Notes the size of the body just written.
-    pub(crate) fn wrote(&mut self, body: &[u8]) {
+    pub(crate) fn wrote(&mut self, body: &RequestBody) {
         let items = self.done.bytes.len() + self.tail.bytes.len();
         self.extra_hint = body.len().saturating_sub(items);
     }

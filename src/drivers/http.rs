@@ -7,12 +7,12 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use mur_actors::model::InferErrorKind;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 
 use super::config::{validate_endpoint, HttpDriverConfig};
+use super::request_body::RequestBody;
 use super::retry::{retry_after_ms, status_is_retryable, Failure};
 
 /// How the key is presented to the provider.
@@ -134,12 +134,16 @@ impl Transport {
 
     /// POSTs a JSON body; returns the response when its status is 2xx, else the classified
     /// failure (401/403 final, retryable statuses transient, others final).
-    pub(crate) async fn post(&self, url: &str, body: Bytes) -> Result<reqwest::Response, Failure> {
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        body: &RequestBody,
+    ) -> Result<reqwest::Response, Failure> {
         let mut req = self
             .client
             .post(url)
             .header("content-type", "application/json")
-            .body(body);
+            .body(body.to_reqwest());
         for (name, value) in &self.headers {
             req = req.header(name, value);
         }

@@ -25,6 +25,7 @@ mod openai_reply;
 mod openai_request;
 mod openai_responses;
 mod options;
+mod request_body;
 mod retry;
 pub mod script;
 mod sse;

@@ -28,7 +28,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use mur_actors::model::{
     InferError, InferErrorKind, InferReply, InferRequest, ModelDriver, RetrySink,
 };
@@ -41,6 +40,7 @@ use super::openai_reply::{parse_chat, ChatStream};
 use super::openai_request;
 use super::openai_responses::ResponsesStream;
 use super::options::Options;
+use super::request_body::RequestBody;
 use super::retry::with_retries;
 
 /// Which OpenAI surface a request goes to.
@@ -151,6 +151,11 @@ impl OpenAiDriver {
     /// The history's encoding is kept in the history between calls (`super::encode`), so a
     /// call encodes only what was added since the last one.
     pub fn request_body(&self, req: &InferRequest) -> Result<Vec<u8>, InferError> {
+        self.encode(req).map(|body| body.to_vec())
+    }
+
+    /// The request body as it is sent: in pieces, the history's kept encoding lent, not copied.
+    fn encode(&self, req: &InferRequest) -> Result<RequestBody, InferError> {
         let body = match self.api_for(&req.model) {
             OpenAiApi::Chat => openai_request::chat_body(req, &self.options),
             OpenAiApi::Responses => openai_request::responses_body(req, &self.options),
@@ -180,30 +185,27 @@ impl ModelDriver for OpenAiDriver {
             OpenAiApi::Chat => "/chat/completions",
             OpenAiApi::Responses => "/responses",
         });
-        let body = Bytes::from(self.request_body(request)?);
-        let url = &url;
-        with_retries(&self.retry, retries, |_| {
-            let body = body.clone();
-            async move {
-                let attempt = async {
-                    let resp = self.transport.post(url, body).await?;
-                    match api {
-                        OpenAiApi::Chat => {
-                            read_reply(&self.transport, url, resp, ChatStream::new(url), |v| {
-                                parse_chat(url, v)
-                            })
-                            .await
-                        }
-                        OpenAiApi::Responses => {
-                            read_reply(&self.transport, url, resp, ResponsesStream::new(url), |v| {
-                                super::openai_responses::parse_response(url, &v)
-                            })
-                            .await
-                        }
+        let body = self.encode(request)?;
+        let (url, body) = (&url, &body);
+        with_retries(&self.retry, retries, |_| async move {
+            let attempt = async {
+                let resp = self.transport.post(url, body).await?;
+                match api {
+                    OpenAiApi::Chat => {
+                        read_reply(&self.transport, url, resp, ChatStream::new(url), |v| {
+                            parse_chat(url, v)
+                        })
+                        .await
                     }
-                };
-                attempt.await.map_err(|f| self.transport.redact_failure(f))
-            }
+                    OpenAiApi::Responses => {
+                        read_reply(&self.transport, url, resp, ResponsesStream::new(url), |v| {
+                            super::openai_responses::parse_response(url, &v)
+                        })
+                        .await
+                    }
+                }
+            };
+            attempt.await.map_err(|f| self.transport.redact_failure(f))
         })
         .await
     }

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::encode::{close_object, description, key, open_object, Arguments, Joined, Prefix};
 use super::openai::OpenAiOptions;
+use super::request_body::RequestBody;
 
 /// The shape key of a kept Chat Completions history (no option changes a message's bytes).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -26,8 +27,8 @@ struct ResponsesShape;
 /// Runs `write` with the history's kept prefix, forgetting it if the writing failed.
 fn with_prefix<K>(
     req: &InferRequest,
-    write: impl FnOnce(&mut Prefix<K>, &[Message]) -> serde_json::Result<Vec<u8>>,
-) -> serde_json::Result<Vec<u8>>
+    write: impl FnOnce(&mut Prefix<K>, &[Message]) -> serde_json::Result<RequestBody>,
+) -> serde_json::Result<RequestBody>
 where
     K: PartialEq + Send + 'static,
 {
@@ -205,7 +206,10 @@ fn chat_message(m: &Message) -> ChatMessage<'_> {
 }
 
 /// The Chat Completions request body for `req`.
-pub(super) fn chat_body(req: &InferRequest, opts: &OpenAiOptions) -> serde_json::Result<Vec<u8>> {
+pub(super) fn chat_body(
+    req: &InferRequest,
+    opts: &OpenAiOptions,
+) -> serde_json::Result<RequestBody> {
     with_prefix(req, |prefix: &mut Prefix<ChatShape>, messages| {
         prefix.check(ChatShape, messages.len());
         for m in &messages[prefix.covered..] {
@@ -213,15 +217,16 @@ pub(super) fn chat_body(req: &InferRequest, opts: &OpenAiOptions) -> serde_json:
         }
         prefix.covered = messages.len();
 
-        let mut out = prefix.body_buffer();
+        let mut body = prefix.body_buffer();
+        let out = &mut body.out;
         open_object(
-            &mut out,
+            out,
             &ChatHead {
                 model: &req.model,
                 max_completion_tokens: req.max_tokens,
             },
         )?;
-        key(&mut out, "messages");
+        key(out, "messages");
         out.push(b'[');
         let system = req.system.trim();
         if !system.is_empty() {
@@ -229,13 +234,13 @@ pub(super) fn chat_body(req: &InferRequest, opts: &OpenAiOptions) -> serde_json:
                 role: "system",
                 content: ChatText::Plain(system),
             };
-            serde_json::to_writer(&mut out, &system)?;
+            serde_json::to_writer(&mut *out, &system)?;
             if !prefix.done.is_empty() {
                 out.push(b',');
             }
         }
-        out.extend_from_slice(&prefix.done.bytes);
-        out.push(b']');
+        body.lend(prefix.done.lend_all());
+        body.out.push(b']');
         let tools = prefix
             .tools
             .member(&req.tools, false, |t| to_raw_value(&ChatTools(t)))?;
@@ -248,9 +253,10 @@ pub(super) fn chat_body(req: &InferRequest, opts: &OpenAiOptions) -> serde_json:
                 include_usage: true,
             },
         };
-        close_object(&mut out, &rest)?;
-        prefix.wrote(&out);
-        Ok(out)
+        close_object(&mut body.out, &rest)?;
+        let body = body.finish();
+        prefix.wrote(&body);
+        Ok(body)
     })
 }
 
@@ -407,7 +413,7 @@ fn write_items(prefix: &mut Prefix<ResponsesShape>, m: &Message) -> serde_json::
 pub(super) fn responses_body(
     req: &InferRequest,
     opts: &OpenAiOptions,
-) -> serde_json::Result<Vec<u8>> {
+) -> serde_json::Result<RequestBody> {
     with_prefix(req, |prefix: &mut Prefix<ResponsesShape>, messages| {
         prefix.check(ResponsesShape, messages.len());
         for m in &messages[prefix.covered..] {
@@ -415,17 +421,17 @@ pub(super) fn responses_body(
         }
         prefix.covered = messages.len();
 
-        let mut out = prefix.body_buffer();
+        let mut body = prefix.body_buffer();
         let system = req.system.trim();
         let head = ResponsesHead {
             model: &req.model,
             instructions: (!system.is_empty()).then_some(system),
         };
-        open_object(&mut out, &head)?;
-        key(&mut out, "input");
-        out.push(b'[');
-        out.extend_from_slice(&prefix.done.bytes);
-        out.push(b']');
+        open_object(&mut body.out, &head)?;
+        key(&mut body.out, "input");
+        body.out.push(b'[');
+        body.lend(prefix.done.lend_all());
+        body.out.push(b']');
         let reasoning = Reasoning {
             effort: opts.reasoning_effort.as_deref(),
             summary: opts.thinking.then_some("auto"),
@@ -446,8 +452,9 @@ pub(super) fn responses_body(
             store: opts.store,
             stream: true,
         };
-        close_object(&mut out, &rest)?;
-        prefix.wrote(&out);
-        Ok(out)
+        close_object(&mut body.out, &rest)?;
+        let body = body.finish();
+        prefix.wrote(&body);
+        Ok(body)
     })
 }
