@@ -28,7 +28,7 @@ use super::anthropic_reply::{parse_message, AnthropicStream};
 use super::anthropic_request::{self, BodyOptions};
 use super::body::read_reply;
 use super::config::{HttpDriverConfig, RetryPolicy};
-use super::http::{AuthStyle, Transport};
+use super::http::{AuthStyle, Target, Transport};
 use super::options::Options;
 use super::request_body::RequestBody;
 use super::retry::with_retries;
@@ -69,7 +69,7 @@ impl AnthropicOptions {
 /// The Anthropic driver. Built by [`super::anthropic`].
 pub struct AnthropicDriver {
     name: String,
-    url: String,
+    target: Target,
     transport: Transport,
     retry: RetryPolicy,
     options: AnthropicOptions,
@@ -79,7 +79,7 @@ impl std::fmt::Debug for AnthropicDriver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicDriver")
             .field("name", &self.name)
-            .field("url", &self.url)
+            .field("url", &self.target.as_str())
             .finish_non_exhaustive()
     }
 }
@@ -95,7 +95,7 @@ impl AnthropicDriver {
         let transport = Transport::new(cfg, AuthStyle::XApiKey, &extra)?;
         Ok(AnthropicDriver {
             name: cfg.artifact.clone(),
-            url: transport.url("/v1/messages"),
+            target: transport.target("/v1/messages"),
             transport,
             retry: cfg.retry,
             options,
@@ -120,7 +120,7 @@ impl AnthropicDriver {
         anthropic_request::body(req, &opts).map_err(|e| {
             InferError::new(
                 InferErrorKind::Driver,
-                format!("cannot encode the request to {}: {e}", self.url),
+                format!("cannot encode the request to {}: {e}", self.target.as_str()),
             )
         })
     }
@@ -141,10 +141,11 @@ impl ModelDriver for AnthropicDriver {
         let body = &body;
         with_retries(&self.retry, retries, |_| async move {
             let attempt = async {
-                let resp = self.transport.post(&self.url, body).await?;
-                let stream = AnthropicStream::new(&self.url);
-                read_reply(&self.transport, &self.url, resp, stream, |v| {
-                    parse_message(&self.url, v)
+                let url = self.target.as_str();
+                let resp = self.transport.post(&self.target, body).await?;
+                let stream = AnthropicStream::new(url);
+                read_reply(&self.transport, url, resp, stream, |v| {
+                    parse_message(url, v)
                 })
                 .await
             };

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use mur_actors::model::InferErrorKind;
-use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
 use super::config::{validate_endpoint, HttpDriverConfig};
@@ -22,6 +22,22 @@ pub(crate) enum AuthStyle {
     XApiKey,
     /// `authorization: Bearer <key>` (OpenAI and compatibles).
     Bearer,
+}
+
+/// A request URL: its text, for messages, and its parsed form, so that reqwest does not parse
+/// the text again on every request (a URL parse, IDNA included, is a few µs of every turn).
+#[derive(Debug)]
+pub(crate) struct Target {
+    text: String,
+    /// `None` if the text does not parse; reqwest then reports it on the request, as before.
+    parsed: Option<reqwest::Url>,
+}
+
+impl Target {
+    /// The URL as text.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
 }
 
 /// A configured client for one driver.
@@ -98,9 +114,11 @@ impl Transport {
         })
     }
 
-    /// `endpoint + path`.
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.endpoint)
+    /// `endpoint + path`, parsed once.
+    pub(crate) fn target(&self, path: &str) -> Target {
+        let text = format!("{}{path}", self.endpoint);
+        let parsed = reqwest::Url::parse(&text).ok();
+        Target { text, parsed }
     }
 
     /// Replaces every occurrence of the key in `text` by `[redacted]`.
@@ -136,13 +154,16 @@ impl Transport {
     /// failure (401/403 final, retryable statuses transient, others final).
     pub(crate) async fn post(
         &self,
-        url: &str,
+        target: &Target,
         body: &RequestBody,
     ) -> Result<reqwest::Response, Failure> {
-        let mut req = self
-            .client
-            .post(url)
-            .header("content-type", "application/json")
+        let url = target.as_str();
+        let req = match &target.parsed {
+            Some(parsed) => self.client.post(parsed.clone()),
+            None => self.client.post(url),
+        };
+        let mut req = req
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(body.to_reqwest());
         for (name, value) in &self.headers {
             req = req.header(name, value);

@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::body::read_reply;
 use super::config::{HttpDriverConfig, RetryPolicy};
-use super::http::{AuthStyle, Transport};
+use super::http::{AuthStyle, Target, Transport};
 use super::openai_reply::{parse_chat, ChatStream};
 use super::openai_request;
 use super::openai_responses::ResponsesStream;
@@ -111,6 +111,9 @@ impl OpenAiOptions {
 /// The OpenAI driver. Built by [`super::openai`].
 pub struct OpenAiDriver {
     name: String,
+    /// `/chat/completions` and `/responses` under the endpoint.
+    chat: Target,
+    responses: Target,
     transport: Transport,
     retry: RetryPolicy,
     options: OpenAiOptions,
@@ -132,6 +135,8 @@ impl OpenAiDriver {
         let transport = Transport::new(cfg, AuthStyle::Bearer, &[])?;
         Ok(OpenAiDriver {
             name: cfg.artifact.clone(),
+            chat: transport.target("/chat/completions"),
+            responses: transport.target("/responses"),
             transport,
             retry: cfg.retry,
             options,
@@ -181,15 +186,16 @@ impl ModelDriver for OpenAiDriver {
         retries: &dyn RetrySink,
     ) -> Result<InferReply, InferError> {
         let api = self.api_for(&request.model);
-        let url = self.transport.url(match api {
-            OpenAiApi::Chat => "/chat/completions",
-            OpenAiApi::Responses => "/responses",
-        });
+        let target = match api {
+            OpenAiApi::Chat => &self.chat,
+            OpenAiApi::Responses => &self.responses,
+        };
+        let url = target.as_str();
         let body = self.encode(request)?;
-        let (url, body) = (&url, &body);
+        let body = &body;
         with_retries(&self.retry, retries, |_| async move {
             let attempt = async {
-                let resp = self.transport.post(url, body).await?;
+                let resp = self.transport.post(target, body).await?;
                 match api {
                     OpenAiApi::Chat => {
                         read_reply(&self.transport, url, resp, ChatStream::new(url), |v| {
