@@ -21,7 +21,8 @@
 //! In a process that runs one session on one thread ([`crate::solo`]) there is no trace thread:
 //! a file's buffered lines are written on the runtime thread, by a task queued at the first
 //! line since the last write (so every line a step appends still goes out in one write, once
-//! the step yields), and a sync barrier writes what is left on the caller. Writes of one file
+//! the step yields and the tasks it woke have run: a model request is not held up by the
+//! writes), and a sync barrier writes what is left on the caller. Writes of one file
 //! hold its `writing` lock, which keeps its lines in order whoever writes them.
 //!
 //! Descriptors are bounded: at most [`MAX_OPEN`] trace files are open at once, and never more
@@ -525,6 +526,12 @@ mod solo {
 
     /// Have `tf`'s lines written once the task that appended them yields: by a task on the
     /// runtime (queued with the first file that waits), or at once off any runtime.
+    ///
+    /// The task yields once before it writes, so the tasks the step woke run first: a turn's
+    /// reply, its tool call and the next model request go out before the write system calls,
+    /// which then overlap the wait for the model instead of delaying the request (turn_bench:
+    /// the loop's own time per turn 26 → 21 µs). The lines still reach the file in the same
+    /// turn, and a barrier or a drain writes whatever still waits.
     fn later(tf: Arc<TraceFile>) {
         let first = {
             let mut waiting = WAITING.lock().unwrap_or_else(|p| p.into_inner());
@@ -533,7 +540,10 @@ mod solo {
         };
         if first {
             match tokio::runtime::Handle::try_current() {
-                Ok(rt) => drop(rt.spawn(async { write_waiting() })),
+                Ok(rt) => drop(rt.spawn(async {
+                    tokio::task::yield_now().await;
+                    write_waiting()
+                })),
                 Err(_) => write_waiting(),
             }
         }
