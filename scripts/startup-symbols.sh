@@ -30,7 +30,9 @@ command -v valgrind >/dev/null || { echo "$0: needs valgrind (apt install valgri
 profile=${1:-release}
 cargo build --profile "$profile" --bin mur
 cargo build --release -p fake-provider
-MUR="$root/target/$profile/mur"
+# Callgrind names the binary by its real path: resolve CARGO_TARGET_DIR and symlinks.
+target=$(realpath "${CARGO_TARGET_DIR:-$root/target}")
+MUR="$target/$profile/mur"
 work=$(mktemp -d "${TMPDIR:-/tmp}/mur-symbols-XXXXXX")
 fake=""
 cleanup() {
@@ -39,7 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$root/target/release/fake-provider" --port 0 --text done >"$work/fake.out" &
+"$target/release/fake-provider" --port 0 --text done >"$work/fake.out" &
 fake=$!
 for _ in $(seq 100); do grep -q listening "$work/fake.out" 2>/dev/null && break; sleep 0.05; done
 endpoint=$(sed -n 's/^fake-provider listening on //p' "$work/fake.out")
