@@ -92,32 +92,27 @@ async fn anthropic_bodies_arrive_whole_with_their_length() {
     check(&fake, &driver, first, |r| oracle.request_body(r).unwrap()).await;
 }
 
-#[tokio::test]
-async fn chat_completions_bodies_arrive_whole_with_their_length() {
-    let fake = FakeProvider::start([
-        Reply::json(openai::chat_text("one")),
-        Reply::json(openai::chat_text("two")),
-    ])
-    .await
-    .unwrap();
+/// Both OpenAI surfaces: the model picks Chat Completions or Responses.
+async fn openai_surface(replies: [serde_json::Value; 2], model: &str) {
+    let fake = FakeProvider::start(replies.map(Reply::json)).await.unwrap();
     let cfg = config("murmur/driver-openai", &fake.openai_endpoint());
     let driver = OpenAiDriver::new(&cfg).unwrap();
     let oracle = OpenAiDriver::new(&cfg).unwrap();
-    let first = conversation("gpt-4.1", json!({"name": "x"}));
+    let first = conversation(model, json!({"name": "x"}));
     check(&fake, &driver, first, |r| oracle.request_body(r).unwrap()).await;
 }
 
 #[tokio::test]
+async fn chat_completions_bodies_arrive_whole_with_their_length() {
+    openai_surface(
+        [openai::chat_text("one"), openai::chat_text("two")],
+        "gpt-4.1",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn responses_bodies_arrive_whole_with_their_length() {
-    let fake = FakeProvider::start([
-        Reply::json(openai::responses_text("one")),
-        Reply::json(openai::responses_text("two")),
-    ])
-    .await
-    .unwrap();
-    let cfg = config("murmur/driver-openai", &fake.openai_endpoint());
-    let driver = OpenAiDriver::new(&cfg).unwrap();
-    let oracle = OpenAiDriver::new(&cfg).unwrap();
-    let first = conversation("gpt-5", json!({"name": "x"}));
-    check(&fake, &driver, first, |r| oracle.request_body(r).unwrap()).await;
+    let replies = [openai::responses_text("one"), openai::responses_text("two")];
+    openai_surface(replies, "gpt-5").await;
 }

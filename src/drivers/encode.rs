@@ -29,6 +29,7 @@
 //! inventory changes), and with many tools or long schemas it is not small: its encoding is
 //! kept in the prefix too ([`ToolsCache`]), for as long as the request offers the same array.
 //!
+//! The kept items are not copied into the body: they are lent to it (`super::request_body`).
 //! The body around the history is small and built each call: a `Head` struct for the members
 //! before the history and a `Rest` struct for those after it ([`open_object`] / [`key`] /
 //! [`close_object`] join them into one object), so the member order stays the one the structs
