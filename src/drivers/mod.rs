@@ -72,19 +72,53 @@ pub fn http_driver(
     }
 }
 
-/// Panics if the typed reading of a whole Chat Completions reply (the fast path) answers
-/// `body` differently from the `Value` reading that defines it. For the hostile-input harness.
+/// Panics unless a Chat Completions reply that arrived in `chunks` with this `content-type`
+/// decodes to the same reply, or the same error, with the typed readings of whole replies and
+/// chunks (`chat_completion`, the fast path) as with the `Value` reading that defines them.
+/// For the hostile-input harness.
 #[doc(hidden)]
-pub fn check_chat_readings_agree(body: &[u8]) {
-    const URL: &str = "http://127.0.0.1:1/fuzz";
-    let Some(fast) = chat_completion::parse(URL, body) else {
-        return;
+pub fn check_chat_readings_agree<'c>(
+    content_type: &str,
+    chunks: impl IntoIterator<Item = &'c [u8]> + Clone,
+) {
+    let read = |assembler: openai_reply::ChatStream| {
+        feed(
+            body::ReplyDecoder::new(FUZZ_URL, content_type, assembler),
+            chunks.clone(),
+            |v| openai_reply::parse_chat(FUZZ_URL, v),
+        )
+        .map_err(failure_text)
     };
-    let value: serde_json::Value =
-        serde_json::from_slice(body).expect("the typed reading answered a body that is not JSON");
-    match openai_reply::parse_chat(URL, value) {
-        Ok(reply) => assert_eq!(fast, reply, "the two readings of a chat.completion differ"),
-        Err(f) => panic!("the typed reading answered a body the Value reading refuses: {f:?}"),
+    let typed = read(openai_reply::ChatStream::new(FUZZ_URL));
+    let by_value = read(openai_reply::ChatStream::value_only(FUZZ_URL));
+    assert_eq!(
+        typed, by_value,
+        "the typed and Value readings of a Chat Completions reply differ"
+    );
+}
+
+/// The URL replies decoded without a network are said to come from.
+const FUZZ_URL: &str = "http://127.0.0.1:1/fuzz";
+
+/// Feeds `chunks` to `decoder` and finishes it, as `body::read_reply` does off the network.
+fn feed<'c, A: body::StreamAssembler>(
+    mut decoder: body::ReplyDecoder<'_, A>,
+    chunks: impl IntoIterator<Item = &'c [u8]>,
+    parse_json: impl FnOnce(serde_json::Value) -> Result<mur_actors::model::InferReply, retry::Failure>,
+) -> Result<mur_actors::model::InferReply, retry::Failure> {
+    for chunk in chunks {
+        if let Some(reply) = decoder.push(chunk)? {
+            return Ok(reply);
+        }
+    }
+    decoder.finish(parse_json)
+}
+
+/// The sentence a session would see for `f`.
+fn failure_text(f: retry::Failure) -> String {
+    match f {
+        retry::Failure::Transient { message, .. } => message,
+        retry::Failure::Fatal(e) => e.message,
     }
 }
 
@@ -109,21 +143,7 @@ pub fn decode_reply<'c>(
     chunks: impl IntoIterator<Item = &'c [u8]>,
 ) -> Result<mur_actors::model::InferReply, String> {
     use body::ReplyDecoder;
-    const URL: &str = "http://127.0.0.1:1/fuzz";
-    fn feed<'c, A: body::StreamAssembler>(
-        mut decoder: ReplyDecoder<'_, A>,
-        chunks: impl IntoIterator<Item = &'c [u8]>,
-        parse_json: impl FnOnce(
-            serde_json::Value,
-        ) -> Result<mur_actors::model::InferReply, retry::Failure>,
-    ) -> Result<mur_actors::model::InferReply, retry::Failure> {
-        for chunk in chunks {
-            if let Some(reply) = decoder.push(chunk)? {
-                return Ok(reply);
-            }
-        }
-        decoder.finish(parse_json)
-    }
+    const URL: &str = FUZZ_URL;
     let result = match api {
         ReplyApi::AnthropicMessages => feed(
             ReplyDecoder::new(
@@ -149,8 +169,5 @@ pub fn decode_reply<'c>(
             |v| openai_responses::parse_response(URL, &v),
         ),
     };
-    result.map_err(|f| match f {
-        retry::Failure::Transient { message, .. } => message,
-        retry::Failure::Fatal(e) => e.message,
-    })
+    result.map_err(failure_text)
 }

@@ -4,6 +4,7 @@ use mur_actors::model::{ContentBlock, InferErrorKind, InferReply, StopReason, Us
 use serde_json::Value;
 
 use super::body::{count, StreamAssembler};
+use super::chat_completion::{self, merge_counts, Chunk};
 use super::http::provider_message;
 use super::retry::Failure;
 use super::sse::SseEvent;
@@ -46,24 +47,16 @@ pub(crate) fn stop_reason(
 
 /// Copies the usage members reported; absent ones stay absent.
 fn merge_usage(usage: &mut Usage, v: &Value) {
-    if let Some(n) = count(v, "prompt_tokens") {
-        usage.input_tokens = Some(n);
-    }
-    if let Some(n) = count(v, "completion_tokens") {
-        usage.output_tokens = Some(n);
-    }
-    if let Some(n) = v
-        .get("prompt_tokens_details")
-        .and_then(|d| count(d, "cached_tokens"))
-    {
-        usage.cached_tokens = Some(n);
-    }
-    if let Some(n) = v
-        .get("completion_tokens_details")
-        .and_then(|d| count(d, "reasoning_tokens"))
-    {
-        usage.thinking_tokens = Some(n);
-    }
+    let detail = |key: &str, member: &str| v.get(key).and_then(|d| count(d, member));
+    merge_counts(
+        usage,
+        [
+            count(v, "prompt_tokens"),
+            count(v, "completion_tokens"),
+            detail("prompt_tokens_details", "cached_tokens"),
+            detail("completion_tokens_details", "reasoning_tokens"),
+        ],
+    );
 }
 
 /// Text of a `content` member: a string, or an array of `{type: text, text}` parts.
@@ -219,6 +212,9 @@ struct PartialCall {
 /// Assembles a reply from `chat.completion.chunk` events.
 pub(crate) struct ChatStream {
     url: String,
+    /// Whether whole replies and chunks of the common shape are read typed
+    /// (`super::chat_completion`) before the `Value` reading; off only to check the two agree.
+    typed: bool,
     text: String,
     thinking: String,
     calls: Vec<PartialCall>,
@@ -231,6 +227,7 @@ impl ChatStream {
     pub(crate) fn new(url: &str) -> ChatStream {
         ChatStream {
             url: url.to_string(),
+            typed: true,
             text: String::new(),
             thinking: String::new(),
             calls: Vec::new(),
@@ -238,16 +235,80 @@ impl ChatStream {
             usage: Usage::default(),
         }
     }
+
+    /// An assembler that reads everything as a `Value`: the definition the typed reading is
+    /// checked against.
+    pub(crate) fn value_only(url: &str) -> ChatStream {
+        ChatStream {
+            typed: false,
+            ..ChatStream::new(url)
+        }
+    }
+
+    /// Appends a tool call fragment to the call of `index` (a new one if none has it yet): the
+    /// first non-empty id and name stick, arguments are concatenated.
+    fn call_delta(&mut self, index: u64, id: &str, name: &str, arguments: &str) {
+        let at = match self.calls.iter().position(|c| c.index == index) {
+            Some(i) => i,
+            None => {
+                self.calls.push(PartialCall {
+                    index,
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[at];
+        if call.id.is_empty() {
+            call.id = id.to_string();
+        }
+        if call.name.is_empty() {
+            call.name = name.to_string();
+        }
+        call.arguments.push_str(arguments);
+    }
+
+    /// Takes in a chunk the typed reading answered.
+    fn take_chunk(&mut self, chunk: Chunk<'_>) {
+        if let Some(counts) = chunk.usage {
+            merge_counts(&mut self.usage, counts);
+        }
+        let Some(choice) = chunk.choice else {
+            return;
+        };
+        self.text.push_str(&choice.text);
+        if let Some(r) = &choice.reasoning {
+            self.thinking.push_str(r);
+        }
+        for c in &choice.calls {
+            self.call_delta(c.index, &c.id, &c.name, &c.arguments);
+        }
+        if let Some(f) = choice.finish_reason {
+            self.finish = Some(f.into_owned());
+        }
+    }
 }
 
 impl StreamAssembler for ChatStream {
     fn parse_json_fast(&self, body: &[u8]) -> Option<InferReply> {
-        super::chat_completion::parse(&self.url, body)
+        self.typed
+            .then(|| chat_completion::parse(&self.url, body))
+            .flatten()
     }
 
     fn on_event(&mut self, event: SseEvent) -> Result<bool, Failure> {
         if event.data.trim() == "[DONE]" {
             return Ok(true);
+        }
+        if let Some(chunk) = self
+            .typed
+            .then(|| chat_completion::chunk(&event.data))
+            .flatten()
+        {
+            self.take_chunk(chunk);
+            return Ok(false);
         }
         let v: Value = serde_json::from_str(&event.data).map_err(|e| {
             Failure::malformed(format!(
@@ -281,27 +342,13 @@ impl StreamAssembler for ChatStream {
                 .enumerate()
             {
                 let index = count(tc, "index").unwrap_or(pos as u64);
-                let at = match self.calls.iter().position(|c| c.index == index) {
-                    Some(i) => i,
-                    None => {
-                        self.calls.push(PartialCall {
-                            index,
-                            id: String::new(),
-                            name: String::new(),
-                            arguments: String::new(),
-                        });
-                        self.calls.len() - 1
-                    }
-                };
-                let call = &mut self.calls[at];
                 let s = |p: &str| tc.pointer(p).and_then(Value::as_str).unwrap_or("");
-                if call.id.is_empty() {
-                    call.id = s("/id").to_string();
-                }
-                if call.name.is_empty() {
-                    call.name = s("/function/name").to_string();
-                }
-                call.arguments.push_str(s("/function/arguments"));
+                self.call_delta(
+                    index,
+                    s("/id"),
+                    s("/function/name"),
+                    s("/function/arguments"),
+                );
             }
         }
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
