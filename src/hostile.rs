@@ -239,8 +239,8 @@ pub fn script(bytes: &[u8]) {
 /// A model reply body, decoded by the driver the first byte picks (Anthropic Messages, OpenAI
 /// Chat, OpenAI Responses), under the content-type the second byte picks (JSON, event stream,
 /// none), split into chunks wherever a `0xff` byte stands: the network may split a reply anywhere.
-/// A Chat Completions body is also decoded with the typed readings of whole replies and chunks
-/// off, as `Value`s only: both decodings must give the same reply or the same error.
+/// Chat Completions and Anthropic bodies are also decoded with the typed fast paths off, as
+/// `Value`s only: both decodings must give the same reply or the same error.
 pub fn reply(bytes: &[u8]) {
     let [api, kind, body @ ..] = bytes else {
         return;
@@ -256,9 +256,7 @@ pub fn reply(bytes: &[u8]) {
         _ => "",
     };
     let _ = crate::drivers::decode_reply(api, content_type, body.split(|b| *b == 0xff));
-    if api == ReplyApi::OpenAiChat {
-        crate::drivers::check_chat_readings_agree(content_type, body.split(|b| *b == 0xff));
-    }
+    crate::drivers::check_readings_agree(api, content_type, body.split(|b| *b == 0xff));
 }
 
 /// A peer handle as `mur` receives one (`fetch-peer-file`, the door's redeem), and a peer

@@ -1,12 +1,16 @@
 //! Reading Anthropic replies: one JSON message, or the `message_start` … `message_stop` stream.
 
+use std::borrow::Cow;
+
 use mur_actors::model::{ContentBlock, InferErrorKind, InferReply, StopReason, Usage};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::body::{count, StreamAssembler};
 use super::http::provider_message;
 use super::retry::Failure;
 use super::sse::SseEvent;
+use super::strict::Obj;
 
 /// Maps an Anthropic `stop_reason` to the neutral one; unknown values are errors.
 fn stop_reason(url: &str, s: &str) -> Result<StopReason, Failure> {
@@ -135,9 +139,54 @@ enum Block {
     Ignored,
 }
 
+/// A `content_block_delta` event of the common shape, read typed: the event a stream sends for
+/// every piece of text, tool input or thinking. Anything else (another event type, a member of
+/// an unexpected type, a duplicate key) is read as a `Value`, which stays the definition; the
+/// hostile-input harness decodes every Anthropic body both ways (`super::strict` for why the
+/// reading is strict).
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<Obj<DeltaPiece<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct DeltaPiece<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
+}
+
+impl DeltaPiece<'_> {
+    /// The member `key` of the delta, `""` if absent (as the `Value` reading's `piece`).
+    fn piece(&self, key: &str) -> &str {
+        let member = match key {
+            "text" => &self.text,
+            "partial_json" => &self.partial_json,
+            "thinking" => &self.thinking,
+            _ => &self.signature,
+        };
+        member.as_deref().unwrap_or("")
+    }
+}
+
 /// Assembles a reply from Anthropic stream events as they arrive.
 pub(crate) struct AnthropicStream {
     url: String,
+    /// Whether `content_block_delta` events of the common shape are read typed before the
+    /// `Value` reading; off only to check the two agree.
+    typed: bool,
     blocks: Vec<(u64, Block)>,
     usage: Usage,
     stop: Option<String>,
@@ -148,10 +197,58 @@ impl AnthropicStream {
     pub(crate) fn new(url: &str) -> AnthropicStream {
         AnthropicStream {
             url: url.to_string(),
+            typed: true,
             blocks: Vec::new(),
             usage: Usage::default(),
             stop: None,
         }
+    }
+
+    /// An assembler that reads every event as a `Value`: the definition the typed reading is
+    /// checked against.
+    pub(crate) fn value_only(url: &str) -> AnthropicStream {
+        AnthropicStream {
+            typed: false,
+            ..AnthropicStream::new(url)
+        }
+    }
+
+    /// Appends a delta of type `kind` to block `index`; `piece` reads the delta's members.
+    fn delta<'p>(
+        &mut self,
+        index: u64,
+        kind: Option<&str>,
+        piece: impl Fn(&str) -> &'p str,
+    ) -> Result<(), Failure> {
+        match (self.block(index)?, kind) {
+            (Block::Text(t), Some("text_delta")) => t.push_str(piece("text")),
+            (Block::Tool { json, .. }, Some("input_json_delta")) => {
+                json.push_str(piece("partial_json"))
+            }
+            (Block::Thinking { text, .. }, Some("thinking_delta")) => {
+                text.push_str(piece("thinking"))
+            }
+            (Block::Thinking { signature, .. }, Some("signature_delta")) => {
+                signature
+                    .get_or_insert_with(String::new)
+                    .push_str(piece("signature"));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Takes in `data` if it is a `content_block_delta` of the common shape; `None` leaves it to
+    /// the `Value` reading.
+    fn typed_delta(&mut self, data: &str) -> Option<Result<(), Failure>> {
+        let Obj(event) = serde_json::from_str::<Obj<BlockDelta>>(data).ok()?;
+        if event.kind != "content_block_delta" {
+            return None;
+        }
+        let delta = event.delta.map(|d| d.0);
+        let kind = delta.as_ref().and_then(|d| d.kind.as_deref());
+        let piece = |key: &str| delta.as_ref().map_or("", |d| d.piece(key));
+        Some(self.delta(event.index.unwrap_or(0), kind, piece))
     }
 
     fn block(&mut self, index: u64) -> Result<&mut Block, Failure> {
@@ -167,6 +264,11 @@ impl AnthropicStream {
 
 impl StreamAssembler for AnthropicStream {
     fn on_event(&mut self, event: SseEvent) -> Result<bool, Failure> {
+        if self.typed {
+            if let Some(done) = self.typed_delta(&event.data) {
+                return done.map(|()| false);
+            }
+        }
         let data: Value = serde_json::from_str(&event.data).map_err(|e| {
             Failure::malformed(format!(
                 "the event stream from {} sent an event whose data is not JSON ({e})",
@@ -209,24 +311,7 @@ impl StreamAssembler for AnthropicStream {
                 let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
                 let delta = data.get("delta").cloned().unwrap_or(Value::Null);
                 let piece = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("");
-                match (
-                    self.block(index)?,
-                    delta.get("type").and_then(Value::as_str),
-                ) {
-                    (Block::Text(t), Some("text_delta")) => t.push_str(piece("text")),
-                    (Block::Tool { json, .. }, Some("input_json_delta")) => {
-                        json.push_str(piece("partial_json"))
-                    }
-                    (Block::Thinking { text, .. }, Some("thinking_delta")) => {
-                        text.push_str(piece("thinking"))
-                    }
-                    (Block::Thinking { signature, .. }, Some("signature_delta")) => {
-                        signature
-                            .get_or_insert_with(String::new)
-                            .push_str(piece("signature"));
-                    }
-                    _ => {}
-                }
+                self.delta(index, delta.get("type").and_then(Value::as_str), piece)?;
             }
             "message_delta" => {
                 if let Some(s) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
@@ -302,5 +387,135 @@ impl StreamAssembler for AnthropicStream {
             usage: self.usage,
             attempts: 1,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drivers::{check_readings_agree, ReplyApi};
+
+    /// An event stream of `(event, data)` pairs.
+    fn stream(events: &[(&str, &str)]) -> String {
+        events
+            .iter()
+            .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
+            .collect()
+    }
+
+    fn agree(events: &[(&str, &str)]) {
+        let body = stream(events);
+        let sse = "text/event-stream";
+        check_readings_agree(ReplyApi::AnthropicMessages, sse, [body.as_bytes()]);
+        let cut: Vec<&[u8]> = body.as_bytes().chunks(5).collect();
+        check_readings_agree(ReplyApi::AnthropicMessages, sse, cut);
+    }
+
+    const START: (&str, &str) = (
+        "message_start",
+        r#"{"type":"message_start","message":{"usage":{"input_tokens":12}}}"#,
+    );
+    const END: [(&str, &str); 2] = [
+        (
+            "message_delta",
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        ),
+        ("message_stop", r#"{"type":"message_stop"}"#),
+    ];
+
+    #[test]
+    fn common_deltas_are_read_typed_and_streams_decode_as_the_value_reading_decodes_them() {
+        let deltas = [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Plan."}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hel"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"lo \u00e9\n"}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"comm"}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"and\": \"ls\"}"}}"#,
+        ];
+        let mut s = AnthropicStream::new("http://x");
+        s.blocks = vec![
+            (
+                0,
+                Block::Thinking {
+                    text: String::new(),
+                    signature: None,
+                },
+            ),
+            (1, Block::Text(String::new())),
+            (
+                2,
+                Block::Tool {
+                    id: "t".into(),
+                    name: "bash".into(),
+                    json: String::new(),
+                    start_input: None,
+                },
+            ),
+        ];
+        for d in deltas {
+            assert!(
+                matches!(s.typed_delta(d), Some(Ok(()))),
+                "not read typed: {d}"
+            );
+        }
+        let mut events = vec![START];
+        events.push(("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#));
+        events.push((
+            "content_block_start",
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+        ));
+        events.push(("content_block_start", r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"bash","input":{}}}"#));
+        events.extend(deltas.iter().map(|d| ("content_block_delta", *d)));
+        events.extend(END);
+        agree(&events);
+    }
+
+    #[test]
+    fn odd_deltas_go_to_the_value_reading_and_streams_still_decode_alike() {
+        let text_block = (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        );
+        let odd = [
+            r#"{"index":0,"delta":{"type":"text_delta","text":"named by the event only"}}"#,
+            r#"{"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":"x"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":"text"}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","text":"b"}}"#,
+            r#"["content_block_delta",0]"#,
+        ];
+        let mut s = AnthropicStream::new("http://x");
+        s.blocks = vec![(0, Block::Text(String::new()))];
+        for d in odd {
+            assert!(
+                s.typed_delta(d).is_none(),
+                "an odd delta was read typed: {d}"
+            );
+        }
+        let mut events = vec![START, text_block];
+        events.extend(odd.iter().map(|d| ("content_block_delta", *d)));
+        events.extend(END);
+        agree(&events);
+        // A delta for a block never started fails alike, typed or not.
+        let early =
+            r#"{"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"x"}}"#;
+        agree(&[
+            START,
+            text_block,
+            ("content_block_delta", early),
+            END[0],
+            END[1],
+        ]);
+        agree(&[
+            START,
+            text_block,
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":null}"#,
+            ),
+            END[0],
+            END[1],
+        ]);
     }
 }

@@ -17,60 +17,20 @@
 //! Chat Completions body both ways, whole and streamed). A chunk is read the same way: the typed
 //! reading answers [`chunk`] or hands the event to `ChatStream`'s `Value` reading.
 //!
-//! Strictness needs care where serde is lenient: a derived struct also reads from a JSON array
-//! (positionally), so every object here goes through [`Obj`], which accepts a map only.
+//! Strictness needs care where serde is lenient: see `super::strict`.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
 use mur_actors::model::{ContentBlock, InferReply, Usage};
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::openai_reply::{content, stop_reason};
-
-/// A JSON object read as `T`; an array (which a derived struct would read positionally) is an
-/// error.
-struct Obj<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Only<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(Only(PhantomData)).map(Obj)
-    }
-}
-
-/// A member that is absent, `null`, or a value: the `Value` reading tells `null` from absent
-/// for `reasoning_content` (a `null` one hides `reasoning`).
-#[derive(Default)]
-enum Member<T> {
-    #[default]
-    Absent,
-    Null,
-    Is(T),
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Member<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match Option::<T>::deserialize(d)? {
-            None => Member::Null,
-            Some(v) => Member::Is(v),
-        })
-    }
-}
+use super::strict::{Member, Obj};
 
 #[derive(Deserialize)]
 struct Completion<'a> {
@@ -448,6 +408,7 @@ pub(crate) fn parse(url: &str, body: &[u8]) -> Option<InferReply> {
 mod tests {
     use super::*;
     use crate::drivers::openai_reply::parse_chat;
+    use crate::drivers::ReplyApi;
 
     const URL: &str = "http://127.0.0.1:1/v1/chat/completions";
 
@@ -535,9 +496,13 @@ mod tests {
     fn agree(data: &[&str]) {
         let body = stream(data);
         // Whole, and split inside every event.
-        crate::drivers::check_chat_readings_agree("text/event-stream", [body.as_bytes()]);
+        crate::drivers::check_readings_agree(
+            ReplyApi::OpenAiChat,
+            "text/event-stream",
+            [body.as_bytes()],
+        );
         let cut: Vec<&[u8]> = body.as_bytes().chunks(7).collect();
-        crate::drivers::check_chat_readings_agree("text/event-stream", cut);
+        crate::drivers::check_readings_agree(ReplyApi::OpenAiChat, "text/event-stream", cut);
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod request_body;
 mod retry;
 pub mod script;
 mod sse;
+mod strict;
 
 use std::sync::Arc;
 
@@ -72,28 +73,49 @@ pub fn http_driver(
     }
 }
 
-/// Panics unless a Chat Completions reply that arrived in `chunks` with this `content-type`
-/// decodes to the same reply, or the same error, with the typed readings of whole replies and
-/// chunks (`chat_completion`, the fast path) as with the `Value` reading that defines them.
-/// For the hostile-input harness.
+/// Panics unless a reply for `api` that arrived in `chunks` with this `content-type` decodes
+/// to the same reply, or the same error, with the driver's typed fast paths (whole Chat
+/// Completions replies and chunks, Anthropic's content deltas) as with the `Value` reading
+/// that defines them. For the hostile-input harness.
 #[doc(hidden)]
-pub fn check_chat_readings_agree<'c>(
+pub fn check_readings_agree<'c>(
+    api: ReplyApi,
     content_type: &str,
     chunks: impl IntoIterator<Item = &'c [u8]> + Clone,
 ) {
-    let read = |assembler: openai_reply::ChatStream| {
-        feed(
-            body::ReplyDecoder::new(FUZZ_URL, content_type, assembler),
-            chunks.clone(),
-            |v| openai_reply::parse_chat(FUZZ_URL, v),
-        )
-        .map_err(failure_text)
+    let (typed, by_value) = match api {
+        ReplyApi::OpenAiChat => {
+            let read = |assembler: openai_reply::ChatStream| {
+                feed(
+                    body::ReplyDecoder::new(FUZZ_URL, content_type, assembler),
+                    chunks.clone(),
+                    |v| openai_reply::parse_chat(FUZZ_URL, v),
+                )
+                .map_err(failure_text)
+            };
+            let typed = read(openai_reply::ChatStream::new(FUZZ_URL));
+            (typed, read(openai_reply::ChatStream::value_only(FUZZ_URL)))
+        }
+        ReplyApi::AnthropicMessages => {
+            let read = |assembler: anthropic_reply::AnthropicStream| {
+                feed(
+                    body::ReplyDecoder::new(FUZZ_URL, content_type, assembler),
+                    chunks.clone(),
+                    |v| anthropic_reply::parse_message(FUZZ_URL, v),
+                )
+                .map_err(failure_text)
+            };
+            let typed = read(anthropic_reply::AnthropicStream::new(FUZZ_URL));
+            (
+                typed,
+                read(anthropic_reply::AnthropicStream::value_only(FUZZ_URL)),
+            )
+        }
+        ReplyApi::OpenAiResponses => return,
     };
-    let typed = read(openai_reply::ChatStream::new(FUZZ_URL));
-    let by_value = read(openai_reply::ChatStream::value_only(FUZZ_URL));
     assert_eq!(
         typed, by_value,
-        "the typed and Value readings of a Chat Completions reply differ"
+        "the typed and Value readings of a {api:?} reply differ"
     );
 }
 
