@@ -264,7 +264,13 @@ impl AnthropicStream {
 
 impl StreamAssembler for AnthropicStream {
     fn on_event(&mut self, event: SseEvent) -> Result<bool, Failure> {
-        if self.typed {
+        // Only a delta is read typed: other events (a handful per reply) skip the attempt when
+        // their name says what they are.
+        let maybe_delta = event
+            .event
+            .as_deref()
+            .is_none_or(|e| e == "content_block_delta");
+        if self.typed && maybe_delta {
             if let Some(done) = self.typed_delta(&event.data) {
                 return done.map(|()| false);
             }

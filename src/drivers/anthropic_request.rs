@@ -310,7 +310,7 @@ fn update(
     write_messages(&mut prefix.tail, &messages[keep..], shape)
 }
 
-/// Writes the message array's items (kept part, lent; then tail, copied) into `body`, the cache
+/// Writes the message array's items (kept part, then tail, both lent) into `body`, the cache
 /// marker on the last cacheable block when `mark` is set.
 fn write_history(body: &mut BodyWriter, prefix: &Prefix<Shape>, mark: bool) {
     // The marker goes after the last cacheable block: the tail's if it has one, else the
@@ -320,29 +320,23 @@ fn write_history(body: &mut BodyWriter, prefix: &Prefix<Shape>, mark: bool) {
         (true, None, Some(d)) => (Some(d), None),
         _ => (None, None),
     };
-    match done_at.filter(|at| *at <= prefix.done.bytes.len()) {
-        Some(at) => {
-            body.lend(prefix.done.lend(0, at));
-            body.out.extend_from_slice(CACHE_MARK);
-            body.lend(prefix.done.lend(at, prefix.done.bytes.len()));
-        }
-        None => body.lend(prefix.done.lend_all()),
-    }
+    lend_marked(body, &prefix.done, done_at);
     if !prefix.done.is_empty() && !prefix.tail.is_empty() {
         body.out.push(b',');
     }
-    write_marked(&mut body.out, &prefix.tail.bytes, tail_at);
+    lend_marked(body, &prefix.tail, tail_at);
 }
 
-/// Copies `bytes` into `out`, with the cache marker inserted at `at` when given.
-fn write_marked(out: &mut Vec<u8>, bytes: &[u8], at: Option<usize>) {
-    match at.and_then(|at| bytes.split_at_checked(at)) {
-        Some((before, after)) => {
-            out.extend_from_slice(before);
-            out.extend_from_slice(CACHE_MARK);
-            out.extend_from_slice(after);
+/// Lends `part`'s bytes to `body`, with the cache marker written at `at` when given.
+fn lend_marked(body: &mut BodyWriter, part: &Part, at: Option<usize>) {
+    let len = part.bytes.len();
+    match at.filter(|at| *at <= len) {
+        Some(at) => {
+            body.lend(part.lend(0, at));
+            body.out.extend_from_slice(CACHE_MARK);
+            body.lend(part.lend(at, len));
         }
-        None => out.extend_from_slice(bytes),
+        None => body.lend(part.lend_all()),
     }
 }
 

@@ -46,21 +46,36 @@ struct Completion<'a> {
 #[derive(Deserialize)]
 struct Choice<'a> {
     #[serde(borrow)]
-    message: Obj<ChatMessage<'a>>,
+    message: Obj<Message<'a, Call<'a>>>,
     #[serde(default, borrow)]
     finish_reason: Option<Cow<'a, str>>,
 }
 
+/// A reply's `message`, or a chunk's `delta` (`C` is how their tool calls are sent: whole, or
+/// in fragments).
 #[derive(Deserialize)]
-struct ChatMessage<'a> {
+#[serde(bound(deserialize = "C: Deserialize<'de>"))]
+struct Message<'a, C> {
     #[serde(default, borrow)]
     content: Option<Text<'a>>,
     #[serde(default, borrow)]
     reasoning_content: Member<Cow<'a, str>>,
     #[serde(default, borrow)]
     reasoning: Member<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<Obj<Call<'a>>>>,
+    #[serde(default)]
+    tool_calls: Option<Vec<Obj<C>>>,
+}
+
+impl<'a, C> Message<'a, C> {
+    /// The reasoning text, as `openai_reply::reasoning_text` picks it: `reasoning_content`,
+    /// unless absent, then `reasoning`.
+    fn reasoning(&mut self) -> Option<Cow<'a, str>> {
+        let content = std::mem::take(&mut self.reasoning_content);
+        match (content, std::mem::take(&mut self.reasoning)) {
+            (Member::Is(r), _) | (Member::Absent, Member::Is(r)) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -118,13 +133,13 @@ impl UsageIn {
 }
 
 /// A `content` member: a string, or an array of parts.
-enum Text<'a> {
+pub(crate) enum Text<'a> {
     Plain(Cow<'a, str>),
     Parts(Vec<Obj<TextPart<'a>>>),
 }
 
 #[derive(Deserialize)]
-struct TextPart<'a> {
+pub(crate) struct TextPart<'a> {
     #[serde(default, borrow, rename = "type")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -165,11 +180,23 @@ impl Text<'_> {
     fn joined(self) -> String {
         match self {
             Text::Plain(s) => s.into_owned(),
+            parts => {
+                let mut out = String::new();
+                parts.push_onto(&mut out);
+                out
+            }
+        }
+    }
+
+    /// Appends the text to `out` (a stream's text so far), without building it first.
+    pub(crate) fn push_onto(&self, out: &mut String) {
+        match self {
+            Text::Plain(s) => out.push_str(s),
             Text::Parts(parts) => parts
                 .iter()
                 .filter(|p| p.0.kind.as_deref() == Some("text"))
                 .filter_map(|p| p.0.text.as_deref())
-                .collect(),
+                .for_each(|t| out.push_str(t)),
         }
     }
 }
@@ -189,18 +216,6 @@ fn arguments(raw: Option<&RawValue>) -> Option<Value> {
         );
     }
     serde_json::from_str(raw.get()).ok()
-}
-
-/// The reasoning text, as `openai_reply::reasoning_text` picks it: `reasoning_content`, unless
-/// absent, then `reasoning`.
-fn reasoning<'a>(
-    content: Member<Cow<'a, str>>,
-    other: Member<Cow<'a, str>>,
-) -> Option<Cow<'a, str>> {
-    match (content, other) {
-        (Member::Is(r), _) | (Member::Absent, Member::Is(r)) => Some(r),
-        _ => None,
-    }
 }
 
 /// Sets the counts reported (`[prompt, completion, cached, reasoning]`); absent ones leave
@@ -231,7 +246,7 @@ pub(crate) struct Chunk<'a> {
 /// The parts of a chunk's choice an assembler appends.
 pub(crate) struct ChunkChoice<'a> {
     /// Text to append.
-    pub(crate) text: String,
+    pub(crate) text: Option<Text<'a>>,
     /// Reasoning to append.
     pub(crate) reasoning: Option<Cow<'a, str>>,
     /// Tool call fragments.
@@ -264,21 +279,9 @@ struct ChunkChoiceIn<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(default, borrow)]
-    delta: Option<Obj<Delta<'a>>>,
+    delta: Option<Obj<Message<'a, CallDelta<'a>>>>,
     #[serde(default, borrow)]
     finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    reasoning_content: Member<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning: Member<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<Obj<CallDelta<'a>>>>,
 }
 
 #[derive(Deserialize)]
@@ -315,10 +318,11 @@ pub(crate) fn chunk(data: &str) -> Option<Chunk<'_>> {
         .map(|c| {
             let delta = c.delta.map(|d| d.0);
             let (text, reasoning, calls) = match delta {
-                None => (String::new(), None, Vec::new()),
-                Some(d) => {
+                None => (None, None, Vec::new()),
+                Some(mut d) => {
                     let calls = d
                         .tool_calls
+                        .take()
                         .into_iter()
                         .flatten()
                         .enumerate()
@@ -337,8 +341,8 @@ pub(crate) fn chunk(data: &str) -> Option<Chunk<'_>> {
                             }
                         })
                         .collect();
-                    let text = d.content.map(Text::joined).unwrap_or_default();
-                    (text, reasoning(d.reasoning_content, d.reasoning), calls)
+                    let reasoning = d.reasoning();
+                    (d.content, reasoning, calls)
                 }
             };
             ChunkChoice {
@@ -362,9 +366,9 @@ pub(crate) fn parse(url: &str, body: &[u8]) -> Option<InferReply> {
         return None;
     }
     let Obj(choice) = reply.choices.into_iter().next()?;
-    let Obj(message) = choice.message;
+    let Obj(mut message) = choice.message;
     let mut calls = Vec::new();
-    for (i, Obj(call)) in message.tool_calls.into_iter().flatten().enumerate() {
+    for (i, Obj(call)) in message.tool_calls.take().into_iter().flatten().enumerate() {
         let (name, input) = match call.function {
             Some(Obj(f)) => (f.name.unwrap_or_default(), arguments(f.arguments)?),
             None => (Cow::Borrowed(""), arguments(None)?),
@@ -381,17 +385,9 @@ pub(crate) fn parse(url: &str, body: &[u8]) -> Option<InferReply> {
     let stop_reason = stop_reason(url, choice.finish_reason.as_deref(), !calls.is_empty()).ok()?;
     let mut usage = Usage::default();
     if let Some(Obj(u)) = reply.usage {
-        usage.input_tokens = u.prompt_tokens;
-        usage.output_tokens = u.completion_tokens;
-        usage.cached_tokens = u.prompt_tokens_details.and_then(|d| d.0.cached_tokens);
-        usage.thinking_tokens = u
-            .completion_tokens_details
-            .and_then(|d| d.0.reasoning_tokens);
+        merge_counts(&mut usage, u.counts());
     }
-    let thinking = match (message.reasoning_content, message.reasoning) {
-        (Member::Is(r), _) | (Member::Absent, Member::Is(r)) => r.into_owned(),
-        _ => String::new(),
-    };
+    let thinking = message.reasoning().map(Cow::into_owned).unwrap_or_default();
     Some(InferReply {
         stop_reason,
         content: content(

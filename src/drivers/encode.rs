@@ -187,12 +187,10 @@ impl<K: PartialEq> Prefix<K> {
         *self = Prefix::default();
     }
 
-    /// A writer for the body, once the prefix is up to date: room for the tail and for what the
-    /// last body held around the items, with some to spare (the kept items are lent, not
-    /// copied).
+    /// A writer for the body, once the prefix is up to date: room for what the last body held
+    /// around the items, with some to spare (the items themselves are lent, not copied).
     pub(crate) fn body_buffer(&self) -> BodyWriter {
-        let around = self.extra_hint + self.extra_hint / 4 + 256;
-        BodyWriter::with_capacity(self.tail.bytes.len() + around)
+        BodyWriter::with_capacity(self.extra_hint + self.extra_hint / 4 + 256)
     }
 
     /// Notes the size of the body just written.

@@ -83,34 +83,37 @@ pub fn check_readings_agree<'c>(
     content_type: &str,
     chunks: impl IntoIterator<Item = &'c [u8]> + Clone,
 ) {
-    let (typed, by_value) = match api {
-        ReplyApi::OpenAiChat => {
-            let read = |assembler: openai_reply::ChatStream| {
-                feed(
-                    body::ReplyDecoder::new(FUZZ_URL, content_type, assembler),
-                    chunks.clone(),
-                    |v| openai_reply::parse_chat(FUZZ_URL, v),
-                )
-                .map_err(failure_text)
-            };
-            let typed = read(openai_reply::ChatStream::new(FUZZ_URL));
-            (typed, read(openai_reply::ChatStream::value_only(FUZZ_URL)))
-        }
-        ReplyApi::AnthropicMessages => {
-            let read = |assembler: anthropic_reply::AnthropicStream| {
-                feed(
-                    body::ReplyDecoder::new(FUZZ_URL, content_type, assembler),
-                    chunks.clone(),
-                    |v| anthropic_reply::parse_message(FUZZ_URL, v),
-                )
-                .map_err(failure_text)
-            };
-            let typed = read(anthropic_reply::AnthropicStream::new(FUZZ_URL));
-            (
-                typed,
-                read(anthropic_reply::AnthropicStream::value_only(FUZZ_URL)),
-            )
-        }
+    type Reply = Result<mur_actors::model::InferReply, retry::Failure>;
+    /// Decodes with each of the two assemblers, then parses a JSON body with `parse`.
+    fn both<'c, A: body::StreamAssembler>(
+        content_type: &str,
+        chunks: impl IntoIterator<Item = &'c [u8]> + Clone,
+        [typed, by_value]: [A; 2],
+        parse: fn(serde_json::Value) -> Reply,
+    ) -> [Result<mur_actors::model::InferReply, String>; 2] {
+        [typed, by_value].map(|assembler| {
+            let decoder = body::ReplyDecoder::new(FUZZ_URL, content_type, assembler);
+            feed(decoder, chunks.clone(), parse).map_err(failure_text)
+        })
+    }
+    use anthropic_reply::AnthropicStream;
+    use openai_reply::ChatStream;
+    let [typed, by_value] = match api {
+        ReplyApi::OpenAiChat => both(
+            content_type,
+            chunks,
+            [ChatStream::new(FUZZ_URL), ChatStream::value_only(FUZZ_URL)],
+            |v| openai_reply::parse_chat(FUZZ_URL, v),
+        ),
+        ReplyApi::AnthropicMessages => both(
+            content_type,
+            chunks,
+            [
+                AnthropicStream::new(FUZZ_URL),
+                AnthropicStream::value_only(FUZZ_URL),
+            ],
+            |v| anthropic_reply::parse_message(FUZZ_URL, v),
+        ),
         ReplyApi::OpenAiResponses => return,
     };
     assert_eq!(

@@ -278,7 +278,9 @@ impl ChatStream {
         let Some(choice) = chunk.choice else {
             return;
         };
-        self.text.push_str(&choice.text);
+        if let Some(text) = &choice.text {
+            text.push_onto(&mut self.text);
+        }
         if let Some(r) = &choice.reasoning {
             self.thinking.push_str(r);
         }
