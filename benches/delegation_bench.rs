@@ -4,7 +4,8 @@
 //!    answers in one scripted turn; the parent waits and continues once with every outcome.
 //!    Reports wall time, outcomes delivered, and the process's peak RSS. It runs twice: with
 //!    the session folders under `TMPDIR` (a disk, usually) and under `/dev/shm` (tmpfs), so the
-//!    runtime's own figure is visible next to what the disk adds.
+//!    runtime's own figure is visible next to what the disk adds. Each run also prints its
+//!    floor: the same folders and files made on one thread, on the same filesystem.
 //! 2. Latency: delegate-task call → the child's first model call, one delegation per turn,
 //!    p50/p99 over 1,000 delegations.
 //! 3. A depth-8 chain: each capsule delegates to the next; end-to-end time.
@@ -214,6 +215,29 @@ fn filesystem_of(dir: &Path) -> String {
     }
 }
 
+/// The fan-out's file floor: the folders and files `n` children leave (each a folder with
+/// `trace.jsonl` of five lines, `out/result.txt`; the parent's trace gains two lines per child),
+/// made on one thread with nothing else running. The runtime's fan-out cannot beat this.
+fn file_floor(n: usize, dir: &Path) -> Duration {
+    use std::io::Write;
+    let root = dir.join("floor");
+    let children = root.join("children");
+    std::fs::create_dir_all(&children).unwrap();
+    let child_trace = vec![b'x'; 2_500];
+    let parent_lines = vec![b'x'; 900];
+    let started = Instant::now();
+    let mut parent = std::fs::File::create(root.join("trace.jsonl")).unwrap();
+    for i in 0..n {
+        let d = children.join(format!("ses_{i:032}"));
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("trace.jsonl"), &child_trace).unwrap();
+        std::fs::create_dir(d.join("out")).unwrap();
+        std::fs::write(d.join("out/result.txt"), b"done job").unwrap();
+        parent.write_all(&parent_lines).unwrap();
+    }
+    started.elapsed()
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -245,6 +269,7 @@ async fn fan_out(n: usize, dir: &Path) {
             (script(&leaf_script()), Grants::default()),
         )]),
     };
+    let floor = file_floor(n, dir);
     let (id, paths) = root_paths(dir);
     let records = paths.records_dir.clone();
     let root = spec("fan", script(&calls), grants, id, paths, "fan out".into());
@@ -263,6 +288,10 @@ async fn fan_out(n: usize, dir: &Path) {
         peak_rss_mib()
     );
     assert_eq!(ok, n, "every outcome delivered");
+    println!(
+        "  floor: creating the same folders and files on one thread, {:.0} ms",
+        floor.as_secs_f64() * 1000.0
+    );
     // Where the time went, from the parent's own trace (millisecond timestamps).
     let ts = |kind: &str, last: bool| {
         let mut it = trace
