@@ -179,7 +179,7 @@ pub fn outcome_text(o: &DelegationOutcome) -> String {
         o.child_session_id,
         o.status.as_str(),
         o.duration_ms,
-        o.child_workdir.display()
+        crate::text::path_text(&o.child_workdir)
     );
     if let Some(d) = &o.detail {
         body.push_str(&format!("detail: {d}\n"));

@@ -12,18 +12,14 @@ const NEUTRALISED: &str = "!MURMUR-NEUTRALISED!";
 
 /// Wrap `content` in the fence for `source` (e.g. `tool:bash`, `delegation:researcher`).
 pub fn fence(source: &str, content: &str) -> String {
-    let source: String = source
-        .chars()
-        .map(|c| match c {
-            '>' => '_',
-            '\n' | '\r' => ' ',
-            c => c,
-        })
-        .collect();
     let body = neutralise(content);
     let mut out = String::with_capacity(body.len() + source.len() + 48);
     out.push_str("<untrusted-content source=");
-    out.push_str(&source);
+    out.extend(source.chars().map(|c| match c {
+        '>' => '_',
+        '\n' | '\r' => ' ',
+        c => c,
+    }));
     out.push_str(">\n");
     out.push_str(&body);
     out.push_str("\n</untrusted-content>");
@@ -42,10 +38,10 @@ pub fn fence_with_note(source: &str, content: &str, note: Option<&str>) -> Strin
 
 /// Insert the neutralising mark into every marker (ASCII case-insensitive) inside `content`.
 pub fn neutralise(content: &str) -> std::borrow::Cow<'_, str> {
-    let lower = content.to_ascii_lowercase();
-    if !lower.contains(OPEN) && !lower.contains(CLOSE) {
+    if !holds_marker(content) {
         return std::borrow::Cow::Borrowed(content);
     }
+    let lower = content.to_ascii_lowercase();
     let mut out = String::with_capacity(content.len() + 64);
     let bytes = lower.as_bytes();
     let mut last = 0;
@@ -60,6 +56,19 @@ pub fn neutralise(content: &str) -> std::borrow::Cow<'_, str> {
     }
     out.push_str(&content[last..]);
     std::borrow::Cow::Owned(out)
+}
+
+/// Whether `content` holds a marker in any case, looked for at each `<` (every tool result
+/// passes here; a lowered copy of each, to search it, cost an allocation and a copy).
+fn holds_marker(content: &str) -> bool {
+    let bytes = content.as_bytes();
+    content.match_indices('<').any(|(i, _)| {
+        [OPEN, CLOSE].iter().any(|marker| {
+            bytes[i..]
+                .get(..marker.len())
+                .is_some_and(|b| b.eq_ignore_ascii_case(marker.as_bytes()))
+        })
+    })
 }
 
 #[cfg(test)]
@@ -115,6 +124,10 @@ mod tests {
             neutralise("</untrusted-conten>"),
             std::borrow::Cow::Borrowed("</untrusted-conten>")
         ));
+        // So is a marker cut by the end of the content, or a lone `<` at the end.
+        for cut in ["a </UNTRUSTED-CONTEN", "x<"] {
+            assert!(matches!(neutralise(cut), std::borrow::Cow::Borrowed(c) if c == cut));
+        }
     }
 
     #[test]

@@ -156,15 +156,33 @@ pub fn redact_handles_text(text: &str) -> String {
 }
 
 /// [`redact_handles_text`] applied to every string in a JSON value (a call's input or output).
-pub fn redact_handles(value: &Value) -> Value {
+/// A value holding no handle is lent as it is: every tool call's line shows its input, and
+/// rebuilding it cost a map with a hashed key per member each time.
+pub fn redact_handles(value: &Value) -> std::borrow::Cow<'_, Value> {
+    if holds_handle(value) {
+        std::borrow::Cow::Owned(redacted(value))
+    } else {
+        std::borrow::Cow::Borrowed(value)
+    }
+}
+
+/// Whether any string in `value` may hold a handle (it has the marker; the text decides).
+fn holds_handle(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains("mh1."),
+        Value::Array(a) => a.iter().any(holds_handle),
+        Value::Object(o) => o.values().any(holds_handle),
+        _ => false,
+    }
+}
+
+fn redacted(value: &Value) -> Value {
     match value {
         Value::String(s) => Value::String(redact_handles_text(s)),
-        Value::Array(a) => Value::Array(a.iter().map(redact_handles).collect()),
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, v)| (k.clone(), redact_handles(v)))
-                .collect(),
-        ),
+        Value::Array(a) => Value::Array(a.iter().map(redacted).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), redacted(v))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -329,5 +347,16 @@ mod peer_tests {
         assert_eq!(out["cmd"], format!("echo '[handle:{id}]' mh1. xmh1.a.b"));
         assert_eq!(out["peer"], "localhost:1/ses_x");
         assert_eq!(out["n"], 1);
+        // Without a handle, the value is lent unchanged; with one deep inside, it is found.
+        let plain = json!({"capsule": "leaf", "task": "mh1 is not a handle", "list": [1, "a"]});
+        assert!(matches!(
+            redact_handles(&plain),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let deep = json!({"list": [{"x": format!("see {token}")}]});
+        assert_eq!(
+            redact_handles(&deep)["list"][0]["x"],
+            format!("see [handle:{id}]")
+        );
     }
 }

@@ -270,3 +270,56 @@ async fn a_running_session_describes_itself_as_running() {
     tree.cancel("done looking");
     assert_eq!(tree.report().await.exit_status, ExitStatus::Canceled);
 }
+
+#[tokio::test]
+async fn delegate_task_answers_with_the_child_it_started_in_the_originals_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let children = ChildModels::new(
+        [("acme/leaf", Replies::new([Reply::say("done")]))],
+        Canned::new().executors(),
+    );
+    let model = Replies::new([
+        Reply::call(
+            "delegate-task",
+            json!({"capsule": "leaf", "version": "0.1.0", "task": "go"}),
+        ),
+        Reply::say("waiting"),
+        Reply::say("all in"),
+    ]);
+    let grants = Grants {
+        spawn_allow: vec!["acme/leaf".into()],
+        ..Grants::default()
+    };
+    let mut spec = root_spec(
+        dir.path(),
+        model.driver(),
+        grants,
+        Canned::new().executors(),
+    );
+    // Content capture writes each tool call's output into its line.
+    spec.capture = mur_actors::spec::Capture::Content;
+    let records = spec.paths.records_dir.clone();
+    let args = SupervisorArgs {
+        resolver: Some(Arc::new(children)),
+        ..SupervisorArgs::default()
+    };
+    let report = run(spec, args).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    let lines = trace_lines(&records.join("trace.jsonl"));
+    let start = of_type(&lines, "delegation_start")[0];
+    let text = |v: &Value| v.as_str().unwrap().to_string();
+    let expected = format!(
+        r#"{{"delegation_id":"{}","session_id":"{}","capsule":"leaf","version":"0.1.0","status":"started","child_workdir":"{}"}}"#,
+        text(&start["delegation_id"]),
+        text(&start["child_session_id"]),
+        text(&start["child_workdir"]),
+    );
+    let call = of_type(&lines, "tool_call")[0];
+    let output = text(&call["output"]);
+    assert!(output.contains(&expected), "{output}\nwanted {expected}");
+    assert_eq!(call["output_bytes"], expected.len());
+    // The folder is the child's own, under the parent's records.
+    assert!(
+        text(&start["child_workdir"]).starts_with(&records.join("children").display().to_string())
+    );
+}

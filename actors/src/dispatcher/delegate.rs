@@ -171,15 +171,15 @@ pub(super) async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, O
     };
     match ctx.start(&full, version, task, None).await {
         Ok(started) => {
-            let data = serde_json::json!({
-                "delegation_id": started.delegation_id,
-                "session_id": started.session_id,
-                "capsule": bare(&full),
-                "version": version,
-                "status": "started",
-                "child_workdir": started.workdir.display().to_string(),
+            let data = serde_json::to_string(&Started {
+                delegation_id: &started.delegation_id,
+                session_id: &started.session_id,
+                capsule: bare(&full),
+                version,
+                status: "started",
+                child_workdir: crate::text::path_text(&started.workdir),
             })
-            .to_string();
+            .unwrap_or_default();
             (
                 CallResult::Ran {
                     status: ExecStatus::Passed,
@@ -196,4 +196,16 @@ pub(super) async fn delegate(ctx: &DelegateCtx, input: &Value) -> (CallResult, O
         }
         Err(reason) => refused(reason, full),
     }
+}
+
+/// `delegate-task`'s answer when the child holds its task, in this order (written straight
+/// from the fields: a `json!` object built a hashed map per delegation).
+#[derive(serde::Serialize)]
+struct Started<'a> {
+    delegation_id: &'a str,
+    session_id: &'a str,
+    capsule: &'a str,
+    version: &'a str,
+    status: &'a str,
+    child_workdir: std::borrow::Cow<'a, str>,
 }

@@ -19,7 +19,7 @@ use crate::grants::Grants;
 use crate::ids;
 use crate::model::{InferError, RetryNote, StopReason, Usage};
 use crate::spec::ContainmentFacts;
-use crate::text::truncate;
+use crate::text::{path_text, truncate};
 use crate::tool::ShellFacts;
 use crate::totals::Totals;
 
@@ -210,6 +210,17 @@ pub struct DelegationStart<'a> {
     pub node: Option<&'a str>,
 }
 
+/// `session_start`'s `effective_grants`, written straight from the grants (a `json!` object
+/// built a map with a hashed key per member, per child).
+#[derive(Serialize)]
+struct EffectiveGrants<'a> {
+    shell_allow: &'a [String],
+    spawn_allow: &'a [String],
+    plan_submit: bool,
+    peer_fetch_allow: &'a [String],
+    network_allow: &'a [String],
+}
+
 /// `delegation_start`, hanging off the parent's `session_start`.
 pub fn delegation_start(session_event: &str, d: &DelegationStart<'_>) -> TraceEvent {
     let line = TraceEvent::new(EventType::DelegationStart, Some(session_event))
@@ -217,11 +228,8 @@ pub fn delegation_start(session_event: &str, d: &DelegationStart<'_>) -> TraceEv
         .with("capsule", d.capsule)
         .with("version", d.version)
         .with("child_session_id", d.child_session_id)
-        .with("child_workdir", d.child_workdir.display().to_string())
-        .with(
-            "child_records_dir",
-            d.child_records_dir.display().to_string(),
-        );
+        .with("child_workdir", path_text(d.child_workdir))
+        .with("child_records_dir", path_text(d.child_records_dir));
     with_node(line, d.node)
 }
 
@@ -256,6 +264,14 @@ pub struct DelegationEnd<'a> {
     pub node: Option<&'a str>,
 }
 
+/// A `delegation` line's `usage`, in this order (written straight, not through a `json!` map).
+#[derive(Serialize)]
+struct DelegationUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    turns: u32,
+}
+
 /// `delegation`, hanging off the parent's `session_start`.
 pub fn delegation(session_event: &str, d: &DelegationEnd<'_>) -> TraceEvent {
     let line = TraceEvent::new(EventType::Delegation, Some(session_event))
@@ -270,7 +286,11 @@ pub fn delegation(session_event: &str, d: &DelegationEnd<'_>) -> TraceEvent {
     match d.usage {
         Some((input_tokens, output_tokens, turns)) => line.with(
             "usage",
-            json!({"input_tokens": input_tokens, "output_tokens": output_tokens, "turns": turns}),
+            DelegationUsage {
+                input_tokens,
+                output_tokens,
+                turns,
+            },
         ),
         None => line,
     }
@@ -357,13 +377,13 @@ pub fn session_start(event_id: &str, s: &SessionStart<'_>) -> TraceEvent {
         .with("workdir_exec", s.containment.workdir_exec)
         .with(
             "effective_grants",
-            json!({
-                "shell_allow": g.shell_allow,
-                "spawn_allow": g.spawn_allow,
-                "plan_submit": g.plan_submit,
-                "peer_fetch_allow": g.peer_fetch_allow,
-                "network_allow": g.network_allow,
-            }),
+            EffectiveGrants {
+                shell_allow: &g.shell_allow,
+                spawn_allow: &g.spawn_allow,
+                plan_submit: g.plan_submit,
+                peer_fetch_allow: &g.peer_fetch_allow,
+                network_allow: &g.network_allow,
+            },
         )
         .with("system_prompt_source", s.system_prompt_source)
         .with("system_prompt_sha256", &s.system_prompt_sha256)
@@ -378,7 +398,7 @@ pub fn session_start(event_id: &str, s: &SessionStart<'_>) -> TraceEvent {
                 json!({"turns": t.turns, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "tool_calls": t.tool_calls, "shell_calls": t.shell_calls})
             }),
         )
-        .with_opt("workdir", s.workdir.map(|w| w.display().to_string()))
+        .with_opt("workdir", s.workdir.map(path_text))
         .with("context_id", Value::Null)
         .with_opt("spawned_by", s.spawned_by.map(|(parent, _)| parent))
         .with_opt("delegation_id", s.spawned_by.map(|(_, delegation)| delegation))
@@ -828,5 +848,52 @@ mod tests {
             Some(json!({"input_tokens": 1, "output_tokens": 2, "turns": 3}))
         );
         assert_eq!(ok.field("reason"), Some(Value::Null));
+        // The line's own text, in the order the original writes it.
+        assert!(ok.to_line("ses_p").ends_with(
+            r#""usage":{"input_tokens":1,"output_tokens":2,"turns":3}}
+"#
+        ));
+    }
+
+    #[test]
+    fn session_start_writes_the_grants_and_paths_as_they_are() {
+        use std::os::unix::ffi::OsStrExt;
+        let grants = Grants {
+            shell_allow: vec!["bash".into(), "git".into()],
+            spawn_allow: vec!["acme/leaf".into()],
+            plan_submit: true,
+            network_allow: vec!["api.example.com".into()],
+            ..Grants::default()
+        };
+        let workdir = Path::new(std::ffi::OsStr::from_bytes(b"/w/caf\xe9"));
+        let line = session_start(
+            "evt_s",
+            &SessionStart {
+                capsule_name: "acme/x",
+                capsule_version: "0.1.0",
+                model: "m",
+                max_turns: None,
+                capabilities: &[],
+                tools_declared: &[],
+                containment: &ContainmentFacts::default(),
+                grants: &grants,
+                system_prompt_source: "none",
+                system_prompt_sha256: None,
+                driver: "d",
+                tool_refresh: "compaction",
+                resumed_from: None,
+                replay_of: None,
+                resumed_totals: None,
+                workdir: Some(workdir),
+                spawned_by: None,
+            },
+        )
+        .to_line("ses_x");
+        assert!(
+            line.contains(r#","effective_grants":{"shell_allow":["bash","git"],"spawn_allow":["acme/leaf"],"plan_submit":true,"peer_fetch_allow":[],"network_allow":["api.example.com"]},"#),
+            "{line}"
+        );
+        // A folder whose name is not UTF-8 reads as its display.
+        assert!(line.contains(",\"workdir\":\"/w/caf\u{fffd}\","), "{line}");
     }
 }

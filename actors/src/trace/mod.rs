@@ -60,7 +60,8 @@ impl TraceEvent {
             parent_id: parent.map(str::to_string),
             timestamp: ids::now_ms(),
             members: Vec::with_capacity(256),
-            keys: Vec::new(),
+            // Most events have 5 to 16 fields: one allocation, not four growths.
+            keys: Vec::with_capacity(16),
         }
     }
 
