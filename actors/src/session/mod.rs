@@ -28,7 +28,8 @@ use crate::file_lane::{self, Lane};
 use crate::ids;
 use crate::inventory::Inventory;
 use crate::model::{
-    History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink, ToolSpec,
+    ContentBlock, History, InferError, InferReply, InferRequest, Message, RetryNote, RetrySink,
+    ToolSpec,
 };
 use crate::prompt;
 use crate::protocol::{CallRequest, Dispatched};
@@ -408,6 +409,19 @@ impl SessionState {
         self.payload_bytes += json_len(&message);
         self.messages.push(message);
     }
+
+    /// Push the model's answer, whose content was already written as `content_json` bytes of
+    /// JSON (for `response_sha`): its size is known without writing it a second time.
+    pub(super) fn push_answer(&mut self, content: Vec<ContentBlock>, content_json: usize) {
+        self.payload_bytes += assistant_json_len(content_json);
+        self.messages.push(Message::Assistant { content });
+    }
+}
+
+/// [`json_len`] of `Message::Assistant` whose content is `content_json` bytes of JSON: the
+/// tagged wrapper around it (a test pins the two together).
+fn assistant_json_len(content_json: usize) -> usize {
+    r#"{"role":"assistant","content":}"#.len() + content_json
 }
 
 /// The length of `value` written as JSON, counted without keeping the bytes (the token
@@ -921,5 +935,36 @@ fn log_event(session: &str, event: &TraceEvent) {
         Level::INFO => tracing::info!("{session} {}{}", event.event_type, summary()),
         Level::WARN => tracing::warn!("{session} {}{}", event.event_type, summary()),
         _ => tracing::debug!("{session} {}{}", event.event_type, summary()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answers_size_is_its_wrapper_around_the_content_written_once() {
+        let answers = [
+            vec![],
+            vec![ContentBlock::Text {
+                text: "é \"quoted\"\n".into(),
+            }],
+            vec![
+                ContentBlock::Text { text: "a".into() },
+                ContentBlock::ToolCall {
+                    id: "call_1".into(),
+                    name: "bash".into(),
+                    input: json!({"command": "ls", "n": [1, 2.5, null]}),
+                },
+            ],
+        ];
+        for content in answers {
+            let written = serde_json::to_vec(&content).unwrap().len();
+            assert_eq!(
+                assistant_json_len(written),
+                json_len(&Message::Assistant { content }),
+            );
+        }
     }
 }

@@ -158,9 +158,7 @@ impl SessionState {
                     );
                     return;
                 }
-                self.push_message(Message::Assistant {
-                    content: reply.content,
-                });
+                self.push_answer(reply.content, response.len());
                 let queue = calls
                     .into_iter()
                     .enumerate()
@@ -184,9 +182,7 @@ impl SessionState {
                         self.spec.max_tokens
                     ));
                 }
-                self.push_message(Message::Assistant {
-                    content: reply.content,
-                });
+                self.push_answer(reply.content, response.len());
                 let turns_left = self
                     .spec
                     .max_turns
