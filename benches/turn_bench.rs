@@ -7,6 +7,9 @@
 //! loop's own time (from one reply's arrival to the next request's start: trace lines, dispatch,
 //! history) plus the driver's time on the call less the server's own time for the request.
 //!
+//! The records go to `/dev/shm` when it exists (the runtime's own figure; `MUR_BENCH_DISK=1`
+//! puts them under `TMPDIR`).
+//!
 //! A turn must cost the same late in a session as early: the figures of a 50-turn and a
 //! 300-turn session are compared (target: p50 at 300 / p50 at 50 ≤ 1.2, and ≤ 30 µs of overhead
 //! per turn), and so are the first and last 50 turns of the 300-turn one. The sessions run
@@ -30,7 +33,19 @@ fn main() {
         .unwrap_or(3)
         .max(1);
     let runtimes = Runtimes::new();
-    let dir = tempfile::tempdir().unwrap();
+    // The session's records go to `/dev/shm` when there is one: the runtime's own figure. On
+    // this VM's ext4, soon after another bench had deleted tens of thousands of files, the
+    // 50-turn p50 measured three times what it was on /dev/shm in the same minutes
+    // (docs/architecture.md, "The disk, measured"). `MUR_BENCH_DISK=1` keeps them under
+    // `TMPDIR`.
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if std::env::var_os("MUR_BENCH_DISK").is_none() && shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .unwrap();
+    println!("session records in {}", dir.path().display());
     let (mut short, mut long) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         short.push(runtimes.run(50, dir.path(), Capture::Meta));
