@@ -714,6 +714,28 @@ fn a_tool_array_that_changes_between_calls_is_encoded_anew() {
     }
 }
 
+/// The system prompt's encoding is kept while requests carry the same prompt (the same `Arc`):
+/// the same prompt again, another one, an empty one, the first one back and an equal copy in a
+/// new `Arc` are each encoded as the oracle writes them.
+#[test]
+fn a_system_prompt_that_changes_between_calls_is_encoded_anew() {
+    let tools = Arc::new(tools());
+    let first: Arc<str> = "You are careful.\n\"Quote\" and é, <tags>.".into();
+    let other: Arc<str> = "  Another prompt, with spaces around it.\n".into();
+    let equal_copy: Arc<str> = "You are careful.\n\"Quote\" and é, <tags>.".into();
+    let empty: Arc<str> = "  \n ".into();
+    let prompts = [&first, &first, &other, &empty, &first, &equal_copy, &other];
+    for (what, enc) in encoders() {
+        let mut history = History::default();
+        for (m, system) in rich_history().into_iter().zip(prompts.iter().cycle()) {
+            history.push(m);
+            let mut req = request(history.clone(), "", &tools);
+            req.system = Arc::clone(system);
+            enc.check(&req, &what);
+        }
+    }
+}
+
 #[test]
 fn one_history_encoded_by_several_shapes_in_turn() {
     let tools = Arc::new(tools());

@@ -57,7 +57,8 @@ struct Head<'a> {
 struct SystemBlock<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
-    text: &'a str,
+    /// The prompt's kept encoding (`encode::SystemCache`).
+    text: &'a serde_json::value::RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Ephemeral>,
 }
@@ -364,14 +365,13 @@ fn write_body(
 ) -> serde_json::Result<RequestBody> {
     update(prefix, messages, shape)?;
     let mut body = prefix.body_buffer();
-    let system = req.system.trim();
     let head = Head {
         model: &req.model,
         max_tokens: req.max_tokens,
-        system: (!system.is_empty()).then(|| {
+        system: prefix.system.string(&req.system)?.map(|text| {
             [SystemBlock {
                 kind: "text",
-                text: system,
+                text,
                 cache_control: opts.prompt_cache.then_some(EPHEMERAL),
             }]
         }),

@@ -67,14 +67,21 @@ struct StreamOptions {
     include_usage: bool,
 }
 
+/// The system message: its text is the prompt's kept encoding (`encode::SystemCache`).
+#[derive(Serialize)]
+struct ChatSystem<'a> {
+    role: &'static str,
+    content: &'a RawValue,
+}
+
 /// One Chat Completions message.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum ChatMessage<'a> {
-    /// `system`, `user`, or `assistant` without tool calls.
+    /// `user`, or `assistant` without tool calls (the system message is [`ChatSystem`]).
     Text {
         role: &'static str,
-        content: ChatText<'a>,
+        content: Joined<'a>,
     },
     /// `assistant` with tool calls; `content` is `null` when there is no text.
     Calls {
@@ -88,14 +95,6 @@ enum ChatMessage<'a> {
         tool_call_id: &'a str,
         content: Joined<'a>,
     },
-}
-
-/// A message's text: the system prompt as given, or a content list's texts joined.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum ChatText<'a> {
-    Plain(&'a str),
-    Joined(Joined<'a>),
 }
 
 /// The tool calls of an assistant message, as `{id, type, function: {name, arguments}}`.
@@ -176,14 +175,14 @@ fn chat_message(m: &Message) -> ChatMessage<'_> {
     match m {
         Message::User { content } => ChatMessage::Text {
             role: "user",
-            content: ChatText::Joined(Joined(content)),
+            content: Joined(content),
         },
         Message::Assistant { content } => {
             let text = Joined(content);
             if tool_calls(content).next().is_none() {
                 ChatMessage::Text {
                     role: "assistant",
-                    content: ChatText::Joined(text),
+                    content: text,
                 }
             } else {
                 ChatMessage::Calls {
@@ -228,13 +227,14 @@ pub(super) fn chat_body(
         )?;
         key(out, "messages");
         out.push(b'[');
-        let system = req.system.trim();
-        if !system.is_empty() {
-            let system = ChatMessage::Text {
-                role: "system",
-                content: ChatText::Plain(system),
-            };
-            serde_json::to_writer(&mut *out, &system)?;
+        if let Some(content) = prefix.system.string(&req.system)? {
+            serde_json::to_writer(
+                &mut *out,
+                &ChatSystem {
+                    role: "system",
+                    content,
+                },
+            )?;
             if !prefix.done.is_empty() {
                 out.push(b',');
             }
@@ -266,7 +266,7 @@ pub(super) fn chat_body(
 struct ResponsesHead<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    instructions: Option<&'a str>,
+    instructions: Option<&'a RawValue>,
 }
 
 #[derive(Serialize)]
@@ -422,10 +422,9 @@ pub(super) fn responses_body(
         prefix.covered = messages.len();
 
         let mut body = prefix.body_buffer();
-        let system = req.system.trim();
         let head = ResponsesHead {
             model: &req.model,
-            instructions: (!system.is_empty()).then_some(system),
+            instructions: prefix.system.string(&req.system)?,
         };
         open_object(&mut body.out, &head)?;
         key(&mut body.out, "input");
