@@ -38,37 +38,36 @@ pub fn fence_with_note(source: &str, content: &str, note: Option<&str>) -> Strin
 
 /// Insert the neutralising mark into every marker (ASCII case-insensitive) inside `content`.
 pub fn neutralise(content: &str) -> std::borrow::Cow<'_, str> {
-    if !holds_marker(content) {
+    let mut marks = markers(content).peekable();
+    if marks.peek().is_none() {
         return std::borrow::Cow::Borrowed(content);
     }
-    let lower = content.to_ascii_lowercase();
     let mut out = String::with_capacity(content.len() + 64);
-    let bytes = lower.as_bytes();
     let mut last = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'<' && (lower[i..].starts_with(OPEN) || lower[i..].starts_with(CLOSE)) {
-            out.push_str(&content[last..=i]);
-            out.push_str(NEUTRALISED);
-            last = i + 1;
-        }
-        i += 1;
+    for i in marks {
+        out.push_str(&content[last..=i]);
+        out.push_str(NEUTRALISED);
+        last = i + 1;
     }
     out.push_str(&content[last..]);
     std::borrow::Cow::Owned(out)
 }
 
-/// Whether `content` holds a marker in any case, looked for at each `<` (every tool result
-/// passes here; a lowered copy of each, to search it, cost an allocation and a copy).
-fn holds_marker(content: &str) -> bool {
+/// Where each marker of `content` starts, in any case: looked for at each `<`, so a result
+/// without one (nearly all) is scanned once and never copied (a lowered copy of every result,
+/// to search it, cost an allocation and a copy per tool call).
+fn markers(content: &str) -> impl Iterator<Item = usize> + '_ {
     let bytes = content.as_bytes();
-    content.match_indices('<').any(|(i, _)| {
-        [OPEN, CLOSE].iter().any(|marker| {
-            bytes[i..]
-                .get(..marker.len())
-                .is_some_and(|b| b.eq_ignore_ascii_case(marker.as_bytes()))
+    content
+        .match_indices('<')
+        .map(|(i, _)| i)
+        .filter(move |&i| {
+            [OPEN, CLOSE].iter().any(|marker| {
+                bytes[i..]
+                    .get(..marker.len())
+                    .is_some_and(|b| b.eq_ignore_ascii_case(marker.as_bytes()))
+            })
         })
-    })
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ struct Head<'a> {
 struct SystemBlock<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
-    /// The prompt's kept encoding (`encode::SystemCache`).
+    /// The prompt's kept encoding (`encode::Kept`).
     text: &'a serde_json::value::RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Ephemeral>,

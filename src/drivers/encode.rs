@@ -27,7 +27,8 @@
 //!
 //! The tool array is the same call after call (a session offers one `Arc` of tools until its
 //! inventory changes), and with many tools or long schemas it is not small: its encoding is
-//! kept in the prefix too ([`ToolsCache`]), for as long as the request offers the same array.
+//! kept in the prefix too ([`Kept`]), for as long as the request offers the same array; so is the
+//! system prompt's.
 //!
 //! The kept items are not copied into the body: they are lent to it (`super::request_body`).
 //! The body around the history is small and built each call: a `Head` struct for the members
@@ -123,9 +124,9 @@ pub(crate) struct Prefix<K> {
     /// What the last body held around its items (head, system, tools, …), to size the next.
     extra_hint: usize,
     /// The tool array's encoding.
-    pub(crate) tools: ToolsCache,
+    pub(crate) tools: Kept<Vec<ToolSpec>>,
     /// The system prompt's encoding.
-    pub(crate) system: SystemCache,
+    pub(crate) system: Kept<str>,
 }
 
 impl<K> Default for Prefix<K> {
@@ -136,24 +137,48 @@ impl<K> Default for Prefix<K> {
             done: Part::default(),
             tail: Part::default(),
             extra_hint: 0,
-            tools: ToolsCache::default(),
-            system: SystemCache::default(),
+            tools: Kept::default(),
+            system: Kept::default(),
         }
     }
 }
 
-/// One tool array's wire encoding, kept while requests offer that same array (the same `Arc`,
-/// held here so it cannot be freed and its address reused) and the same `variant` (what else
-/// shaped the bytes: Anthropic's cache marker on the last tool).
-#[derive(Default)]
-pub(crate) struct ToolsCache {
-    /// The array, its variant and their encoding.
-    kept: Option<(Arc<Vec<ToolSpec>>, bool, Box<RawValue>)>,
+/// An encoding kept while requests carry the same value (the same `Arc`, held here so it cannot
+/// be freed and its address reused) and the same `variant` (what else shaped the bytes:
+/// Anthropic's cache marker on the last tool). The tool array and the system prompt are fixed
+/// for most of a session; writing them again every turn escaped every byte of them (the
+/// prompt alone was 5,600 of the 16,600 instructions of turn_bench's encoding).
+pub(crate) struct Kept<T: ?Sized> {
+    /// The value, its variant and their encoding.
+    kept: Option<(Arc<T>, bool, Box<RawValue>)>,
 }
 
-impl ToolsCache {
-    /// The request's tool array as `encode` writes it (encoded only when the cache held another
-    /// array or variant), `None` when it offers no tool: what a body's `tools` member holds.
+impl<T: ?Sized> Default for Kept<T> {
+    fn default() -> Self {
+        Kept { kept: None }
+    }
+}
+
+impl<T: ?Sized> Kept<T> {
+    /// `value` as `encode` writes it, encoded only when the cache held another value or
+    /// variant.
+    fn get(
+        &mut self,
+        value: &Arc<T>,
+        variant: bool,
+        encode: impl FnOnce(&T) -> serde_json::Result<Box<RawValue>>,
+    ) -> serde_json::Result<&RawValue> {
+        let kept = match self.kept.take() {
+            Some(k) if Arc::ptr_eq(&k.0, value) && k.1 == variant => self.kept.insert(k),
+            _ => self.kept.insert((value.clone(), variant, encode(value)?)),
+        };
+        Ok(&kept.2)
+    }
+}
+
+impl Kept<Vec<ToolSpec>> {
+    /// The request's tool array as `encode` writes it, `None` when it offers no tool: what a
+    /// body's `tools` member holds.
     pub(crate) fn member(
         &mut self,
         tools: &Arc<Vec<ToolSpec>>,
@@ -163,39 +188,19 @@ impl ToolsCache {
         if tools.is_empty() {
             return Ok(None);
         }
-        let hit = matches!(&self.kept, Some((of, v, _)) if Arc::ptr_eq(of, tools) && *v == variant);
-        if !hit {
-            self.kept = None;
-            self.kept = Some((tools.clone(), variant, encode(tools)?));
-        }
-        Ok(self.kept.as_ref().map(|(_, _, json)| &**json))
+        self.get(tools, variant, |t| encode(t)).map(Some)
     }
 }
 
-/// The system prompt's wire encoding (the trimmed prompt as a JSON string), kept while requests
-/// carry the same prompt (the same `Arc`, held here so it cannot be freed and its address
-/// reused). A session's prompt is fixed, and writing it again escaped every byte of it every
-/// turn: 5,600 of the 16,600 instructions of turn_bench's encoding (the runtime's own ~1 KB of
-/// prompt), more with an operator's.
-#[derive(Default)]
-pub(crate) struct SystemCache {
-    /// The prompt and its encoding.
-    kept: Option<(Arc<str>, Box<RawValue>)>,
-}
-
-impl SystemCache {
-    /// `prompt`, trimmed, as a JSON string (encoded only when the cache held another prompt);
-    /// `None` when it is empty: what a body's system member holds.
+impl Kept<str> {
+    /// The system prompt, trimmed, as a JSON string, `None` when it is empty: what a body's
+    /// system member holds.
     pub(crate) fn string(&mut self, prompt: &Arc<str>) -> serde_json::Result<Option<&RawValue>> {
-        let text = prompt.trim();
-        if text.is_empty() {
+        if prompt.trim().is_empty() {
             return Ok(None);
         }
-        if !matches!(&self.kept, Some((of, _)) if Arc::ptr_eq(of, prompt)) {
-            self.kept = None;
-            self.kept = Some((prompt.clone(), serde_json::value::to_raw_value(text)?));
-        }
-        Ok(self.kept.as_ref().map(|(_, json)| &**json))
+        self.get(prompt, false, |p| serde_json::value::to_raw_value(p.trim()))
+            .map(Some)
     }
 }
 

@@ -67,7 +67,7 @@ struct StreamOptions {
     include_usage: bool,
 }
 
-/// The system message: its text is the prompt's kept encoding (`encode::SystemCache`).
+/// The system message: its text is the prompt's kept encoding (`encode::Kept`).
 #[derive(Serialize)]
 struct ChatSystem<'a> {
     role: &'static str,
