@@ -7,7 +7,8 @@
 //!    runtime's own figure is visible next to what the disk adds. Each run also prints its
 //!    floor: the same folders and files made on one thread, on the same filesystem.
 //! 2. Latency: delegate-task call → the child's first model call, one delegation per turn,
-//!    p50/p99 over 1,000 delegations.
+//!    p50/p99 over 1,000 delegations. Its floor, printed beside it: ractor's own cost for a
+//!    message to an actor that starts a linked actor, until that actor's `pre_start` runs.
 //! 3. A depth-8 chain: each capsule delegates to the next; end-to-end time.
 //!
 //! The real kernel, real trace files on disk, real drivers behind the driver trait: the parent
@@ -15,7 +16,8 @@
 //!
 //! Knobs: `MUR_BENCH_CHILDREN` (default 10000), `MUR_BENCH_PHASES` (any of
 //! `fan-out,latency,chain`), `MUR_BENCH_CHILD_DELAY_MS` (children wait before answering, so all
-//! are alive at once), `TMPDIR` (where the session folders go: the disk matters, see
+//! are alive at once; in the latency phase, no child's run or end then falls between a
+//! delegation and its child's first call, which is the path alone), `TMPDIR` (where the session folders go: the disk matters, see
 //! docs/architecture.md on ext4), `MUR_BENCH_SAMPLES` (delegations of the latency phase, default
 //! 1000: the p50 is the same at 200 and at 3000, so a turn's cost does not grow with the
 //! parent's history), `MUR_BENCH_THREADS=one` (a current-thread runtime instead of a worker per
@@ -238,6 +240,75 @@ fn file_floor(n: usize, dir: &Path) -> Duration {
     started.elapsed()
 }
 
+/// The latency's floor: what ractor itself takes for the two things a delegation cannot do
+/// without, a message to a running actor and an actor started from it. A `Spawner` actor gets
+/// the send time, spawns a `Probe` linked under it, and the probe's `pre_start` takes the
+/// time. The same runtime and samples as the measured phase, one spawn at a time.
+async fn actor_floor(samples: usize) -> (Duration, Duration) {
+    use ractor::{Actor, ActorProcessingErr, ActorRef};
+    struct Spawner;
+    struct Probe;
+    struct Go(Instant, tokio::sync::oneshot::Sender<Duration>);
+    impl ractor::Message for Go {}
+    #[ractor::async_trait]
+    impl Actor for Probe {
+        type Msg = ();
+        type State = ();
+        type Arguments = (Instant, tokio::sync::oneshot::Sender<Duration>);
+        async fn pre_start(
+            &self,
+            myself: ActorRef<()>,
+            (sent, tx): Self::Arguments,
+        ) -> Result<(), ActorProcessingErr> {
+            let _ = tx.send(sent.elapsed());
+            let _ = myself;
+            Ok(())
+        }
+    }
+    #[ractor::async_trait]
+    impl Actor for Spawner {
+        type Msg = Go;
+        type State = ();
+        type Arguments = ();
+        async fn pre_start(&self, _: ActorRef<Go>, _: ()) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+        async fn handle(
+            &self,
+            myself: ActorRef<Go>,
+            Go(sent, tx): Go,
+            _: &mut (),
+        ) -> Result<(), ActorProcessingErr> {
+            // Stopped once started: its end runs beside the next sample, as children's do.
+            if let Ok((probe, _)) =
+                Actor::spawn_linked(None, Probe, (sent, tx), myself.get_cell()).await
+            {
+                probe.stop(None);
+            }
+            Ok(())
+        }
+        async fn handle_supervisor_evt(
+            &self,
+            _: ActorRef<Go>,
+            _: ractor::SupervisionEvent,
+            _: &mut (),
+        ) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+    }
+    let (spawner, handle) = Actor::spawn(None, Spawner, ()).await.unwrap();
+    let mut lat = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        spawner.send_message(Go(Instant::now(), tx)).unwrap();
+        lat.push(rx.await.unwrap());
+    }
+    spawner.stop(None);
+    let _ = handle.await;
+    lat.sort();
+    (percentile(&lat, 0.5), percentile(&lat, 0.99))
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -335,7 +406,7 @@ async fn latency(samples: usize, dir: &Path) {
         parent: true,
     });
     let leaf: Arc<dyn ModelDriver> = Arc::new(Timed {
-        inner: script("turns:\n  - say: ok\n"),
+        inner: script(&leaf_script()),
         clock: clock.clone(),
         parent: false,
     });
@@ -350,18 +421,25 @@ async fn latency(samples: usize, dir: &Path) {
     let root = spec("probe", parent, grants, id, paths, "probe".into());
     let report = run(root, children, 8).await;
     assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
-    let sent = clock.parent_reply.lock().unwrap();
-    let first = clock.child_first_call.lock().unwrap();
-    let mut lat: Vec<Duration> = sent
-        .iter()
-        .filter_map(|(task, t0)| first.get(task).map(|t1| t1.duration_since(*t0)))
-        .collect();
+    let mut lat: Vec<Duration> = {
+        let sent = clock.parent_reply.lock().unwrap();
+        let first = clock.child_first_call.lock().unwrap();
+        sent.iter()
+            .filter_map(|(task, t0)| first.get(task).map(|t1| t1.duration_since(*t0)))
+            .collect()
+    };
     lat.sort();
     println!(
         "delegate-task → child's first model call: {} samples, p50 {:.0} µs, p99 {:.0} µs",
         lat.len(),
         percentile(&lat, 0.5).as_secs_f64() * 1e6,
         percentile(&lat, 0.99).as_secs_f64() * 1e6
+    );
+    let (p50, p99) = actor_floor(samples).await;
+    println!(
+        "  floor: a message to an actor that starts a linked actor, until its pre_start runs: p50 {:.0} µs, p99 {:.0} µs",
+        p50.as_secs_f64() * 1e6,
+        p99.as_secs_f64() * 1e6
     );
 }
 
