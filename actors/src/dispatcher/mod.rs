@@ -496,14 +496,16 @@ impl Actor for Dispatcher {
             }
             DispatcherMsg::Dispatch(request) => {
                 let started = Instant::now();
-                let Work { answer, cancel } = state.work(request.clone(), started);
                 let gate = state.gate.clone();
-                let session = state.session.clone();
-                let turn = request.turn;
+                // Only a policy hook reads the call before its work (which owns it) runs.
+                let gated = gate.as_ref().map(|_| request.clone());
                 let (name, call_id) = (request.name.clone(), request.id.clone());
                 let crash_report = request.clone();
+                let Work { answer, cancel } = state.work(request, started);
+                let session = state.session.clone();
                 let call = async move {
-                    if let Some(gate) = gate {
+                    if let (Some(gate), Some(request)) = (gate, gated) {
+                        let turn = request.turn;
                         if let Some(denied) = gate.decide(&request, turn).await {
                             let d = Dispatched {
                                 request,
