@@ -17,11 +17,12 @@
 //! Knobs: `MUR_BENCH_CHILDREN` (default 10000), `MUR_BENCH_PHASES` (any of
 //! `fan-out,latency,chain`), `MUR_BENCH_CHILD_DELAY_MS` (children wait before answering, so all
 //! are alive at once; in the latency phase, no child's run or end then falls between a
-//! delegation and its child's first call, which is the path alone), `TMPDIR` (where the session folders go: the disk matters, see
-//! docs/architecture.md on ext4), `MUR_BENCH_SAMPLES` (delegations of the latency phase, default
-//! 1000: the p50 is the same at 200 and at 3000, so a turn's cost does not grow with the
-//! parent's history), `MUR_BENCH_THREADS=one` (a current-thread runtime instead of a worker per
-//! core: the latency is the same on one thread, so it is the path's own work, not wake-ups
+//! delegation and its child's first call, which is the path alone), `TMPDIR` (where the
+//! session folders go: the disk matters, see docs/architecture.md on ext4),
+//! `MUR_BENCH_SAMPLES` (delegations of the latency phase, default 1000: the p50 is the same at
+//! 200 and at 3000, so a turn's cost does not grow with the parent's history),
+//! `MUR_BENCH_THREADS=one` (a current-thread runtime instead of a worker per core: the latency
+//! stays in the same range on one thread, so it is mostly the path's own work, not wake-ups
 //! across workers).
 
 use std::collections::HashMap;
@@ -257,11 +258,10 @@ async fn actor_floor(samples: usize) -> (Duration, Duration) {
         type Arguments = (Instant, tokio::sync::oneshot::Sender<Duration>);
         async fn pre_start(
             &self,
-            myself: ActorRef<()>,
+            _: ActorRef<()>,
             (sent, tx): Self::Arguments,
         ) -> Result<(), ActorProcessingErr> {
             let _ = tx.send(sent.elapsed());
-            let _ = myself;
             Ok(())
         }
     }
