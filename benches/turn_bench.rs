@@ -17,7 +17,10 @@
 //! one noisy run on a shared machine does not decide. The floor, a bare POST of the session's
 //! median body through the same client to the same server, is measured right after each
 //! 300-turn session, and the runtime's own figure is each session's p50 less its own floor
-//! (this VM's loopback drifts by tens of µs within minutes). The fake provider reads every body but
+//! (this VM's loopback drifts by tens of µs within minutes). The last 50 turns send bodies
+//! several times the first 50's, so the floor is also taken at those two sizes, and the
+//! runtime's own growth is printed: the last 50 turns' p50 less its floor, minus the same for
+//! the first 50. The fake provider reads every body but
 //! neither parses nor keeps it ([`FakeProvider::keep_bodies`]): parsed and kept, 300 turns of
 //! bodies cost the server ~0.8 ms a request at the end and grow the process by ~100 MB, and
 //! part of that shows up in the client's figures (fresh pages, a colder cache on shared cores)
@@ -49,19 +52,25 @@ fn main() {
     }
     .unwrap();
     println!("session records in {}", dir.path().display());
-    let (mut short, mut long, mut floors) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut short, mut long, mut floors, mut growth) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         short.push(runtimes.run(50, dir.path(), Capture::Meta));
         let session = runtimes.run(300, dir.path(), Capture::Meta);
         // The transport's own cost, measured the same way right after the session (this VM's
         // loopback drifts by tens of µs within minutes), with bodies of the session's median
-        // size: what a turn would cost if the runtime did nothing.
+        // size: what a turn would cost if the runtime did nothing. Then at the sizes of its
+        // first and last 50 bodies: how much of the later turns' extra cost is the transport
+        // carrying bigger bodies, not the runtime.
         let provider = runtimes.provider.handle().clone();
-        floors.push(runtimes.session.block_on(turns::transport_floor(
-            300,
-            session.body_len,
-            &provider,
-        )));
+        let floor = |len| {
+            runtimes
+                .session
+                .block_on(turns::transport_floor(300, len, &provider))
+        };
+        floors.push(floor(session.body_len));
+        let (early, late) = (floor(session.first_body_len), floor(session.last_body_len));
+        growth.push((session.last - late) - (session.first - early));
         long.push(session);
     }
     for (turns, runs) in [(50, &short), (300, &long)] {
@@ -77,10 +86,17 @@ fn main() {
     let (at_50, at_300) = (p50(&short), p50(&long));
     let first = median(long.iter().map(|f| f.first).collect());
     let last = median(long.iter().map(|f| f.last).collect());
+    let (early_len, late_len) = (
+        median(long.iter().map(|f| f.first_body_len as f64).collect()),
+        median(long.iter().map(|f| f.last_body_len as f64).collect()),
+    );
     println!(
-        "p50 at 300 turns / p50 at 50 turns = {:.2} (target ≤ 1.2); within the 300-turn session, last 50 turns / first 50 = {:.2} ({last:.0} µs / {first:.0} µs)",
+        "p50 at 300 turns / p50 at 50 turns = {:.2} (target ≤ 1.2); within the 300-turn session, last 50 turns / first 50 = {:.2} ({last:.0} µs / {first:.0} µs; bodies {:.0} KB / {:.0} KB); the runtime's own, last 50 less first 50, each less the floor at its body size: {:+.0} µs (median of {rounds})",
         at_300 / at_50,
-        last / first
+        last / first,
+        late_len / 1000.0,
+        early_len / 1000.0,
+        median(growth),
     );
     let body_len = median(long.iter().map(|f| f.body_len as f64).collect()) as usize;
     // The runtime's own: each session less the floor measured beside it, then the median.

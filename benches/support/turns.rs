@@ -52,6 +52,11 @@ pub struct Figures {
     pub last: f64,
     /// The median size of the session's request bodies, in bytes.
     pub body_len: usize,
+    /// The median size of the bodies of the first and of the last 50 requests (what `first`
+    /// and `last` paid to send), in bytes.
+    pub first_body_len: usize,
+    /// See `first_body_len`.
+    pub last_body_len: usize,
 }
 
 /// The median.
@@ -157,15 +162,24 @@ pub async fn run(
     let calls = driver.calls.lock().unwrap().clone();
     let requests = fake.requests();
     let server: Vec<Duration> = requests.iter().map(|r| r.handled).collect();
-    let mut sizes: Vec<usize> = requests
+    let sizes: Vec<usize> = requests
         .iter()
         .filter_map(|r| {
             let (_, len) = r.headers.iter().find(|(k, _)| k == "content-length")?;
             len.parse().ok()
         })
         .collect();
-    sizes.sort_unstable();
-    let body_len = sizes.get(sizes.len() / 2).copied().unwrap_or(0);
+    let median_len = |s: &[usize]| {
+        let mut s = s.to_vec();
+        s.sort_unstable();
+        s.get(s.len() / 2).copied().unwrap_or(0)
+    };
+    let body_len = median_len(&sizes);
+    let edge = 50.min(sizes.len());
+    let (first_body_len, last_body_len) = (
+        median_len(&sizes[..edge]),
+        median_len(&sizes[sizes.len() - edge..]),
+    );
     let mut overhead: Vec<f64> = Vec::new();
     let mut loop_only: Vec<f64> = Vec::new();
     for i in 1..calls.len() {
@@ -186,6 +200,8 @@ pub async fn run(
         first,
         last,
         body_len,
+        first_body_len,
+        last_body_len,
     }
 }
 
