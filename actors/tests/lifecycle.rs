@@ -323,3 +323,46 @@ async fn delegate_task_answers_with_the_child_it_started_in_the_originals_order(
         text(&start["child_workdir"]).starts_with(&records.join("children").display().to_string())
     );
 }
+
+/// An executor with a bug: it panics on every call.
+struct Panicking;
+
+#[async_trait::async_trait]
+impl mur_actors::tool::ToolExecutor for Panicking {
+    async fn execute(
+        &self,
+        _request: mur_actors::tool::ExecRequest,
+    ) -> mur_actors::tool::ExecResult {
+        panic!("executor bug")
+    }
+}
+
+#[tokio::test]
+async fn a_tool_call_that_panics_is_the_calls_error_and_the_task_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken: Arc<dyn mur_actors::tool::ToolExecutor> = Arc::new(Panicking);
+    let executors = mur_actors::tool::Executors {
+        shell: broken.clone(),
+        native: broken.clone(),
+        skill: broken,
+        runtime: Default::default(),
+    };
+    let model = Replies::new([
+        Reply::call("bash", json!({"command": "ls"})),
+        Reply::say("done anyway"),
+    ]);
+    let spec = root_spec(dir.path(), model.driver(), shell(&["bash"]), executors);
+    let records = spec.paths.records_dir.clone();
+    let report = run(spec, SupervisorArgs::default()).await;
+    assert_eq!(report.exit_status, ExitStatus::Ok, "{}", report.result);
+    assert_eq!(report.result, "done anyway");
+    let lines = trace_lines(&records.join("trace.jsonl"));
+    let calls = of_type(&lines, "tool_call");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["tool_name"], "bash");
+    assert_eq!(calls[0]["status"], "error");
+    assert_eq!(
+        calls[0]["error"],
+        "tool 'bash' failed inside the runtime (it panicked: executor bug); the call did not complete"
+    );
+}

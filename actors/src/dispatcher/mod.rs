@@ -499,7 +499,6 @@ impl Actor for Dispatcher {
                 let gate = state.gate.clone();
                 // Only a policy hook reads the call before its work (which owns it) runs.
                 let gated = gate.as_ref().map(|_| request.clone());
-                let (name, call_id) = (request.name.clone(), request.id.clone());
                 let crash_report = request.clone();
                 let Work { answer, cancel } = state.work(request, started);
                 let session = state.session.clone();
@@ -529,15 +528,15 @@ impl Actor for Dispatcher {
                 let session = state.session.clone();
                 // A panic in a call (an executor's bug) is the call's error, never a hang.
                 let task = crate::task::spawn_guarded(call, move |why| {
-                    tracing::error!(tool = %name, call = %call_id, "tool call panicked: {why}");
+                    let name = &crash_report.name;
+                    tracing::error!(tool = %name, call = %crash_report.id, "tool call panicked: {why}");
+                    let text = format!(
+                        "tool '{name}' failed inside the runtime (it panicked: {why}); the call did not complete"
+                    );
                     let d = Dispatched {
                         request: crash_report,
                         kind: CallKind::Tool,
-                        result: CallResult::Refused {
-                            text: format!(
-                                "tool '{name}' failed inside the runtime (it panicked: {why}); the call did not complete"
-                            ),
-                        },
+                        result: CallResult::Refused { text },
                         duration_ms: started.elapsed().as_millis() as u64,
                         effect: None,
                     };
