@@ -1,8 +1,9 @@
 //! Start to exit of short `mur` runs, each next to its floor measured the same way in the same
 //! run: `cargo bench --bench startup_bench`.
 //!
-//! Every figure is the median wall time of `MUR_BENCH_ITERS` (default 40) runs of a real process,
-//! spawned and waited for by this bench; peak RSS is the child's own (`wait4`). Each run is
+//! Every figure is the median wall time of `MUR_BENCH_ITERS` (default 100) runs of a real process,
+//! spawned and waited for by this bench, the six commands (three figures, three floors) taken
+//! in turn so that each figure and its floor see the same minutes of the machine; peak RSS is the child's own (`wait4`). Each run is
 //! started by a small timer process (this binary again) rather than by the bench itself: a child
 //! spawned with `vfork` shares its parent's memory until `exec`, and Linux counts that memory's
 //! high-water mark in the child's peak RSS, so the bench's own ~10 MiB would hide any figure
@@ -43,7 +44,7 @@ fn main() {
     let iters: usize = std::env::var("MUR_BENCH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(100);
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() {
         tempfile::tempdir_in(shm)
@@ -63,43 +64,42 @@ fn main() {
     let me = std::env::current_exe().expect("the bench's own path");
     let mur = PathBuf::from(env!("CARGO_BIN_EXE_mur"));
 
+    let floor_cmd = |mode: String| {
+        let mut c = Command::new(&me);
+        c.env(FLOOR, mode);
+        c
+    };
+    let version_cmd = || {
+        let mut c = Command::new(&mur);
+        c.arg("--version");
+        c
+    };
+    let post_floor = format!("post {endpoint}/chat/completions");
+    // Every figure and its floor, in the order rows are printed.
+    let cases: [(&str, Command); 6] = [
+        ("version", version_cmd()),
+        ("empty", floor_cmd("empty".into())),
+        ("scripted", run_cmd(&mur, &scripted)),
+        ("tokio", floor_cmd("tokio".into())),
+        ("http", run_cmd(&mur, &http)),
+        ("post", floor_cmd(post_floor)),
+    ];
     println!(
-        "startup_bench: median of {iters} runs each, folders in {}",
+        "startup_bench: median of {iters} runs each, the six commands taken in turn, folders in {}",
         base.path().display()
     );
     println!(
         "{:<44} {:>9} {:>9} {:>9} {:>9}",
         "figure", "now", "target", "floor", "peak RSS"
     );
-    let version = measure(iters, || {
-        let mut c = Command::new(&mur);
-        c.arg("--version");
-        c
-    });
-    let empty = measure(iters, || {
-        let mut c = Command::new(&me);
-        c.env(FLOOR, "empty");
-        c
-    });
+    let [version, empty, one, tokio_start, turn, post] = measure(iters, &cases);
     row("mur --version", &version, None, &empty);
-    let one = measure(iters, || run_cmd(&mur, &scripted));
-    let tokio_start = measure(iters, || {
-        let mut c = Command::new(&me);
-        c.env(FLOOR, "tokio");
-        c
-    });
     row(
         "mur run, scripted model, one turn",
         &one,
         Some(3.0),
         &tokio_start,
     );
-    let turn = measure(iters, || run_cmd(&mur, &http));
-    let post = measure(iters, || {
-        let mut c = Command::new(&me);
-        c.env(FLOOR, format!("post {endpoint}/chat/completions"));
-        c
-    });
     row("mur run, one HTTP turn", &turn, Some(5.0), &post);
     println!(
         "peak RSS of the one-HTTP-turn run: {:.1} MiB (target 8 MiB; the POST floor {:.1} MiB)",
@@ -163,52 +163,64 @@ fn row(name: &str, now: &Figure, target: Option<f64>, floor: &Figure) {
     );
 }
 
-/// Run `make()` `iters` times (after one warm-up), each to its end, each through the timer.
-fn measure(iters: usize, make: impl Fn() -> Command) -> Figure {
+/// Run each command `iters` times (after one warm-up round), each to its end, each through the
+/// timer, the commands taken in turn: a figure and its floor see the same minutes of this
+/// machine. Run one after the other in blocks, a floor taken a minute after its figure had
+/// drifted by more than the difference measured (this VM: 2.73 then 1.97 ms for the same
+/// floor, a quarter of an hour apart).
+fn measure<const N: usize>(iters: usize, cases: &[(&str, Command); N]) -> [Figure; N] {
     let me = std::env::current_exe().expect("the bench's own path");
-    let mut times = Vec::with_capacity(iters);
-    let mut rss_kib = 0;
-    for i in 0..=iters {
-        let target = make();
-        let mut cmd = Command::new(&me);
-        cmd.env(TIMER, "1")
-            .arg(target.get_program())
-            .args(target.get_args());
-        if let Some(dir) = target.get_current_dir() {
-            cmd.current_dir(dir);
+    let mut times: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(iters));
+    let mut rss_kib = [0; N];
+    for round in 0..=iters {
+        for (i, (_, target)) in cases.iter().enumerate() {
+            let (took, maxrss) = time_through_timer(&me, target);
+            if round > 0 {
+                times[i].push(took);
+                rss_kib[i] = rss_kib[i].max(maxrss);
+            }
         }
-        for (k, v) in target.get_envs() {
-            match v {
-                Some(v) => cmd.env(k, v),
-                None => cmd.env_remove(k),
-            };
+    }
+    std::array::from_fn(|i| {
+        times[i].sort();
+        Figure {
+            median_ms: times[i][times[i].len() / 2].as_secs_f64() * 1000.0,
+            rss_mib: rss_kib[i] as f64 / 1024.0,
         }
-        let out = cmd.stdin(Stdio::null()).output().expect("the timer starts");
-        let report = String::from_utf8_lossy(&out.stdout);
-        let fields: Vec<i64> = report
-            .split_whitespace()
-            .map(|f| f.parse().expect("the timer prints numbers"))
-            .collect();
-        let [status, nanos, maxrss] = fields[..] else {
-            panic!("the timer printed '{report}' for {target:?}");
+    })
+}
+
+/// Run `target` once through the timer: its wall time and peak RSS (KiB).
+fn time_through_timer(me: &Path, target: &Command) -> (Duration, i64) {
+    let mut cmd = Command::new(me);
+    cmd.env(TIMER, "1")
+        .arg(target.get_program())
+        .args(target.get_args());
+    if let Some(dir) = target.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (k, v) in target.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
         };
-        if status != 0 {
-            panic!(
-                "{target:?} failed (wait status {status}): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        if i > 0 {
-            times.push(Duration::from_nanos(nanos as u64));
-            rss_kib = rss_kib.max(maxrss);
-        }
     }
-    times.sort();
-    let median: Duration = times[times.len() / 2];
-    Figure {
-        median_ms: median.as_secs_f64() * 1000.0,
-        rss_mib: rss_kib as f64 / 1024.0,
+    let out = cmd.stdin(Stdio::null()).output().expect("the timer starts");
+    let report = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<i64> = report
+        .split_whitespace()
+        .map(|f| f.parse().expect("the timer prints numbers"))
+        .collect();
+    let [status, nanos, maxrss] = fields[..] else {
+        panic!("the timer printed '{report}' for {target:?}");
+    };
+    if status != 0 {
+        panic!(
+            "{target:?} failed (wait status {status}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
+    (Duration::from_nanos(nanos as u64), maxrss)
 }
 
 /// The timer: run the command our arguments name, as our only child, and print its wait

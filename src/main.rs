@@ -1,6 +1,8 @@
 //! The `mur` command line.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use mur::runtime::Threads;
@@ -167,7 +169,11 @@ fn init_logs(verbose: u8, progress: Option<indicatif::MultiProgress>) {
 /// Run a command that needs the async runtime; its exit code. When it is done, everything it
 /// owes is done (lines written, records flushed, output printed): no command of a tool call
 /// outlives the process, and idle runtime threads are not waited for on the way out.
-fn on_runtime(threads: Threads, command: impl std::future::Future<Output = i32>) -> i32 {
+///
+/// The command comes boxed: a command's future is tens of KiB, and held by value it made
+/// `main`'s and this function's stack frames 56 and 37 KiB, each page of them touched (and
+/// faulted in) on every start, whatever the command.
+fn on_runtime(threads: Threads, command: Pin<Box<dyn Future<Output = i32>>>) -> i32 {
     let rt = match mur::runtime::build(threads) {
         Ok(rt) => rt,
         Err(e) => {
@@ -184,7 +190,7 @@ fn on_runtime(threads: Threads, command: impl std::future::Future<Output = i32>)
 /// Run a command whose sessions' capsules are read later (hosted children, a recorded tree)
 /// on a worker per core: the host's namespaces are probed beside its start, as `mur run` does
 /// for a capsule that may run commands.
-fn with_commands(command: impl std::future::Future<Output = i32>) -> i32 {
+fn with_commands(command: Pin<Box<dyn Future<Output = i32>>>) -> i32 {
     init_logs(0, None);
     mur::contain::host::before_commands();
     let code = on_runtime(Threads::PerCore, command);
@@ -209,15 +215,15 @@ fn main() {
             let progress = mur::progress::wanted(args.quiet).then(mur::progress::start);
             init_logs(args.verbose, progress);
             let code = match mur::run::prepare(args) {
-                Ok(run) => on_runtime(run.threads(), mur::run::launch(run)),
+                Ok(run) => on_runtime(run.threads(), Box::pin(mur::run::launch(run))),
                 Err(code) => code,
             };
             mur::contain::host::after_commands();
             code
         }
-        Command::Node(args) => with_commands(mur::cluster::node::run(args)),
-        Command::Replay(args) => with_commands(mur::replay::run(args)),
-        Command::Resume(args) => with_commands(mur::resume::run(args)),
+        Command::Node(args) => with_commands(Box::pin(mur::cluster::node::run(args))),
+        Command::Replay(args) => with_commands(Box::pin(mur::replay::run(args))),
+        Command::Resume(args) => with_commands(Box::pin(mur::resume::run(args))),
         Command::Doctor {
             manifest,
             json,
