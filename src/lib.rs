@@ -3,6 +3,7 @@
 //! The kernel (actors, messages, traits) is the `mur-actors` crate; this crate holds what talks
 //! to the outside world: the manifest, drivers, tool executors, stores and the trace readers.
 
+mod allocator;
 pub mod artifact;
 pub mod capsule;
 pub mod children;
@@ -27,10 +28,3 @@ pub mod runtime;
 pub mod tls;
 pub mod tools;
 pub mod trace;
-
-/// The allocator of `mur` and of everything linking this crate (tests, benches). Actors
-/// allocate a message on one runtime thread and free it on another; glibc's malloc serializes
-/// those frees on arena locks, mimalloc does not (measured with `delegation_bench`: 10,000
-/// children fan out 20–30% faster, delegate-task to first model call p50 ~90 → ~65 µs).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
