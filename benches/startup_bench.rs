@@ -1,14 +1,15 @@
 //! Start to exit of short `mur` runs, each next to its floor measured the same way in the same
 //! run: `cargo bench --bench startup_bench`.
 //!
-//! Every figure is the median wall time of `MUR_BENCH_ITERS` (default 100) runs of a real process,
-//! spawned and waited for by this bench, the six commands (three figures, three floors) taken
-//! in turn so that each figure and its floor see the same minutes of the machine; peak RSS is the child's own (`wait4`). Each run is
-//! started by a small timer process (this binary again) rather than by the bench itself: a child
-//! spawned with `vfork` shares its parent's memory until `exec`, and Linux counts that memory's
-//! high-water mark in the child's peak RSS, so the bench's own ~10 MiB would hide any figure
-//! below it. The floors are this bench binary re-executed in a floor mode, so they pay for a
-//! process of the same kind:
+//! Every figure is the median wall time of `MUR_BENCH_ITERS` (default 100) runs of a real
+//! process, spawned and waited for by this bench, the six commands (three figures, three floors)
+//! taken in turn so that each figure and its floor see the same minutes of the machine; peak RSS
+//! is the child's own (`wait4`). Each run is started by a small timer process (this binary
+//! again) rather than by the bench itself: a child spawned with `vfork` shares its parent's
+//! memory until `exec`, and Linux counts that memory's high-water mark in the child's peak RSS,
+//! so the bench's own ~10 MiB would hide any figure below it. The floors are this bench binary
+//! re-executed in a floor mode, so they pay for a process of the same kind (this crate's
+//! allocator and its first arena's size, src/allocator.rs, included):
 //!
 //! - `mur --version` against an empty program;
 //! - `mur run`, scripted model, one turn, against a bare tokio start (the runtime `mur run` gives
