@@ -13,8 +13,14 @@ use crate::manifest::{self, MANIFEST_FILE};
 use crate::runtime::Threads;
 use mur_actors::spec::SessionSpec;
 
+/// What `mur run` does, one line: its description in `mur --help` and in its own help.
+/// (`mur`'s subcommands are built lazily, so the command and its options both carry it.)
+pub const ABOUT: &str =
+    "Run a capsule: start it as a tree of actors and print its status when it ends";
+
 /// Options of `mur run`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(about = ABOUT)]
 pub struct RunArgs {
     /// The capsule: a murmur.yaml, or a folder holding one (default ./murmur.yaml).
     #[arg(value_name = "MANIFEST")]

@@ -31,6 +31,31 @@ fn every_subcommand_help_has_an_example() {
     }
 }
 
+/// Each command is described once, alike in `mur --help`'s list, atop its own `--help` and in
+/// the man page. The commands' arguments are built lazily, and a command whose options are a
+/// struct must not have its description replaced by the struct's when they are built.
+#[test]
+fn each_subcommand_has_one_description_everywhere() {
+    let top = stdout(&mur().arg("--help").output().unwrap());
+    let page = stdout(&mur().arg("man").output().unwrap());
+    for (sub, about) in [
+        ("run", "Run a capsule: start it as a tree of actors"),
+        ("node", "Host sub"),
+        ("replay", "Run a recorded session again offline"),
+        ("resume", "Continue a session that failed"),
+        ("doctor", "Validate a murmur.yaml without running it"),
+    ] {
+        let own = stdout(&mur().args([sub, "--help"]).output().unwrap());
+        assert!(own.starts_with(about), "mur {sub} --help:\n{own}");
+        let listed = top
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{sub} ")))
+            .unwrap_or_else(|| panic!("mur --help lists no {sub}:\n{top}"));
+        assert!(listed.contains(about), "mur --help: {listed}");
+        assert!(page.contains(about), "the man page lacks '{about}'");
+    }
+}
+
 #[test]
 fn completions_cover_every_subcommand_in_each_shell() {
     for shell in ["bash", "zsh", "fish"] {

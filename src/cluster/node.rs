@@ -26,8 +26,13 @@ use crate::diagnostic::Diagnostic;
 /// lost` (sooner when the node's port refuses connections: nothing listens there any more).
 pub const GRACE: Duration = Duration::from_secs(10);
 
+/// What `mur node` does, one line: its description in `mur --help` and in its own help.
+/// (`mur`'s subcommands are built lazily, so the command and its options both carry it.)
+pub const ABOUT: &str = "Host sub-capsules for `mur run --nodes` parents on other machines";
+
 /// Options of `mur node`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(about = ABOUT)]
 pub struct NodeArgs {
     /// Where to listen, HOST:PORT (port 0 picks a free port; the first line says which).
     #[arg(long, value_name = "HOST:PORT")]

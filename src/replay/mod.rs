@@ -42,8 +42,13 @@ pub enum ToolsMode {
     Recorded,
 }
 
+/// What `mur replay` does, one line: its description in `mur --help` and in its own help.
+/// (`mur`'s subcommands are built lazily, so the command and its options both carry it.)
+pub const ABOUT: &str = "Run a recorded session again offline and name the first divergence (needs trace.capture: content)";
+
 /// Options of `mur replay`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(about = ABOUT)]
 pub struct ReplayArgs {
     /// Session address: none (newest), @N, 4+ trailing id characters, full id, or a trace.jsonl path.
     pub session: Option<String>,

@@ -26,8 +26,13 @@ use crate::launch::{self, Header};
 use crate::manifest;
 use crate::replay::{self, refuse};
 
+/// What `mur resume` does, one line: its description in `mur --help` and in its own help.
+/// (`mur`'s subcommands are built lazily, so the command and its options both carry it.)
+pub const ABOUT: &str = "Continue a session that failed, was canceled or was killed, from its last complete turn (needs trace.capture: content)";
+
 /// Options of `mur resume`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(about = ABOUT)]
 pub struct ResumeArgs {
     /// Session address: none (newest), @N, 4+ trailing id characters, full id, or a trace.jsonl path.
     pub session: Option<String>,
