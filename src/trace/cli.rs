@@ -19,8 +19,10 @@ use super::{diff, show, steps};
 /// Work folder searched for session folders when `--workdir` is not given.
 pub const DEFAULT_WORKDIR: &str = "workdir";
 
-/// The `mur trace` subcommands.
+/// The `mur trace` subcommands. Their arguments are built only for the one being parsed, as
+/// `mur`'s own subcommands' are (main.rs).
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum TraceCommand {
     /// Print the full trace of a session: header, turns, tool calls, pulls, delegations.
     Show {
