@@ -156,8 +156,8 @@ fn symbol_list_state(mur: &Path) -> String {
 
 /// A copy of a binary made beside it, removed when dropped: every binary is measured as a copy,
 /// as `cargo install` leaves one. Run from where the linker wrote it, `mur` took 20–40 page
-/// faults more per run than a copy of the same file (the page cache holds the linker's output
-/// in smaller pieces, so each fault maps less of it; docs/architecture.md, start-up), and how
+/// faults more per run than a copy of the same file (why is not established;
+/// docs/architecture.md, start-up), and how
 /// long ago it was linked would decide the figure.
 struct Staged(PathBuf);
 
