@@ -64,10 +64,10 @@ fn main() {
     let http = project(base.path(), "http", &http_manifest(&endpoint));
     let built = PathBuf::from(env!("CARGO_BIN_EXE_mur"));
     let (me, mur) = (
-        Staged::of(&std::env::current_exe().expect("the bench's own path")),
-        Staged::of(&built),
+        staged(&std::env::current_exe().expect("the bench's own path")),
+        staged(&built),
     );
-    let (me, mur) = (me.path(), mur.path());
+    let (me, mur): (&Path, &Path) = (&me, &mur);
 
     let floor_cmd = |mode: String| {
         let mut c = Command::new(me);
@@ -154,35 +154,27 @@ fn symbol_list_state(mur: &Path) -> String {
     )
 }
 
-/// A copy of a binary made beside it, removed when dropped: every binary is measured as a copy,
-/// as `cargo install` leaves one. Run from where the linker wrote it, `mur` took 20–40 page
-/// faults more per run than a copy of the same file (why is not established;
-/// docs/architecture.md, start-up), and how
-/// long ago it was linked would decide the figure.
-struct Staged(PathBuf);
-
-impl Staged {
-    fn of(binary: &Path) -> Staged {
-        let copy = binary.with_extension("startup-bench");
-        std::fs::copy(binary, &copy).unwrap_or_else(|e| {
-            panic!(
-                "cannot copy {} to {}: {e}",
-                binary.display(),
-                copy.display()
-            )
-        });
-        Staged(copy)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A copy of `binary` made beside it (a fresh name, so two benches do not share one), removed
+/// when the returned path is dropped: every binary is measured as a copy, as `cargo install`
+/// leaves one. Run from where the linker wrote it, `mur` took 10–40 page faults more per run
+/// than a copy of the same file (why is not established; docs/architecture.md, start-up), so
+/// how long ago it was linked would decide the figure.
+fn staged(binary: &Path) -> tempfile::TempPath {
+    let dir = binary.parent().expect("a binary's folder");
+    let copy = tempfile::Builder::new()
+        .prefix(".startup-bench-")
+        .tempfile_in(dir)
+        .unwrap_or_else(|e| panic!("cannot make a file in {}: {e}", dir.display()))
+        // Closed before it is run: a file open for writing cannot be executed.
+        .into_temp_path();
+    std::fs::copy(binary, &copy).unwrap_or_else(|e| {
+        panic!(
+            "cannot copy {} to {}: {e}",
+            binary.display(),
+            copy.display()
+        )
+    });
+    copy
 }
 
 /// One measured command: median wall time and the largest peak RSS over the runs.

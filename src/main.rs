@@ -27,7 +27,7 @@ struct Cli {
 }
 
 // Each subcommand's arguments are built only when it is the one being parsed (or when help,
-// completions or the man page need them all): every `mur` run built every command's ~100
+// completions or the man page need them all): every `mur` run built every command's
 // arguments to parse one command's (a scripted run 57 k instructions, `--version` 87 k). A
 // command whose options are a struct takes its description from that struct's `ABOUT`: built
 // later, the struct's own `about` would replace the variant's.
