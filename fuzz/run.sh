@@ -5,8 +5,12 @@
 #   fuzz/run.sh [SECONDS] [TARGET...]
 #
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). Targets are built
-# with optimizations and debug assertions (overflow checks on), without a sanitizer: `mur` has
-# no unsafe parsing code, and the speed buys executions. The limits are the acceptance ones:
+# with optimizations and debug assertions (overflow checks on), without a sanitizer (`SAN`,
+# default `none`; `SAN=address` for AddressSanitizer): the only unsafe code on a parser's path
+# is the trace scanner's SSE2 search for a string's end, whose loads stay inside the slice
+# (actors/src/json_str.rs), and its ASCII check (src/trace/event.rs); run trace_lines and
+# trace_file with SAN=address after changing them. Without a sanitizer the speed buys
+# executions. The limits are the acceptance ones:
 # an input that runs over 1 s is a timeout, one that takes over 512 MiB is out of memory.
 # JOBS targets run at once (default: the number of cores). Inputs that fail are saved under
 # fuzz/artifacts/<target>/; replay one with the target binary, then add it under
@@ -22,7 +26,7 @@ jobs="${JOBS:-$(nproc)}"
 shared="${MUR_SHARED:-$root/../shared}"
 
 cd "$here"
-cargo +nightly fuzz build -O -a -s none 2>&1 | tail -1
+cargo +nightly fuzz build -O -a -s "${SAN:-none}" 2>&1 | tail -1
 bin="$here/target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
 
 # The seed corpus of each target: files the project already holds, and the regression inputs.

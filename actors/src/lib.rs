@@ -20,6 +20,7 @@ pub mod gate;
 pub mod grants;
 pub mod ids;
 pub mod inventory;
+pub mod json_str;
 pub mod model;
 pub mod placement;
 pub mod plan;

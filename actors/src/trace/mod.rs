@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::ids;
+use crate::json_str;
 
 pub mod events;
 
@@ -70,12 +71,10 @@ impl TraceEvent {
     pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
         let start = self.members.len();
         self.members.push(b',');
-        push_json(&mut self.members, key);
+        json_str::push_str(&mut self.members, key);
         let key_span = (start as u32 + 1, self.members.len() as u32);
         self.members.push(b':');
-        let value_at = self.members.len();
-        if serde_json::to_writer(&mut self.members, &value).is_err() {
-            self.members.truncate(value_at);
+        if !json_str::push_value(&mut self.members, &value) {
             self.members.extend_from_slice(b"null");
         }
         let new_key = &self.members[key_span.0 as usize..key_span.1 as usize];
@@ -133,24 +132,21 @@ impl TraceEvent {
     pub fn write_line(&self, session_id: &str, out: &mut Vec<u8>) {
         out.reserve(160 + self.members.len());
         out.extend_from_slice(b"{\"event_type\":");
-        push_json(out, self.event_type.as_str());
+        json_str::push_str(out, self.event_type.as_str());
         out.extend_from_slice(b",\"event_id\":");
-        push_json(out, &self.event_id);
+        json_str::push_str(out, &self.event_id);
         out.extend_from_slice(b",\"parent_id\":");
-        push_json(out, &self.parent_id);
+        match &self.parent_id {
+            Some(parent) => json_str::push_str(out, parent),
+            None => out.extend_from_slice(b"null"),
+        }
         out.extend_from_slice(b",\"session_id\":");
-        push_json(out, session_id);
+        json_str::push_str(out, session_id);
         out.extend_from_slice(b",\"timestamp\":");
-        push_json(out, self.timestamp);
+        out.extend_from_slice(itoa::Buffer::new().format(self.timestamp).as_bytes());
         out.extend_from_slice(&self.members);
         out.extend_from_slice(b"}\n");
     }
-}
-
-fn push_json(out: &mut Vec<u8>, v: impl Serialize) {
-    // Writing to a Vec cannot fail, and these values (strings, numbers, JSON values) always
-    // serialize.
-    let _ = serde_json::to_writer(out, &v);
 }
 
 mod observe;
