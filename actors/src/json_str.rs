@@ -58,24 +58,12 @@ fn special_mask(bytes: &[u8], at: usize) -> u32 {
 /// [`find_special`], eight bytes at a time in a `u64`.
 #[inline]
 fn find_special_words(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte of `x` below 0x20, or equal to `"` or `\`; only the lowest one
-    // set is exact (a borrow only runs upwards), and it is the one wanted.
-    let hits = |x: u64| {
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        (x.wrapping_sub(ONES * 0x20) & !x
-            | quote.wrapping_sub(ONES) & !quote
-            | backslash.wrapping_sub(ONES) & !backslash)
-            & HIGH
-    };
     let mut words = bytes.chunks_exact(8);
     let mut at = 0;
     for word in &mut words {
         let mut w = [0u8; 8];
         w.copy_from_slice(word);
-        let found = hits(u64::from_le_bytes(w));
+        let found = word_hits(u64::from_le_bytes(w));
         if found != 0 {
             return Some(at + (found.trailing_zeros() / 8) as usize);
         }
@@ -86,21 +74,45 @@ fn find_special_words(bytes: &[u8]) -> Option<usize> {
     let rest = words.remainder();
     let mut w = [0u8; 8];
     w[..rest.len()].copy_from_slice(rest);
-    let first = (hits(u64::from_le_bytes(w)).trailing_zeros() / 8) as usize;
+    let first = (word_hits(u64::from_le_bytes(w)).trailing_zeros() / 8) as usize;
     (first < rest.len()).then_some(at + first)
+}
+
+/// The high bit of each byte of `x` (eight bytes, little-endian) below 0x20, or equal to `"` or
+/// `\`. Only the lowest bit set is exact (a borrow only runs upwards, from a byte that is a hit
+/// itself), so the word is zero exactly when none of its bytes is a hit.
+#[inline]
+fn word_hits(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let quote = x ^ (ONES * u64::from(b'"'));
+    let backslash = x ^ (ONES * u64::from(b'\\'));
+    (x.wrapping_sub(ONES * 0x20) & !x
+        | quote.wrapping_sub(ONES) & !quote
+        | backslash.wrapping_sub(ONES) & !backslash)
+        & HIGH
+}
+
+/// True when `s` holds a byte JSON escapes. Most strings written are keys and short values: from
+/// 8 to 15 bytes long, their first and last eight bytes are checked as two words.
+#[inline]
+fn needs_escape(s: &[u8]) -> bool {
+    match s.len() {
+        16.. => find_special(s).is_some(),
+        8.. => {
+            let (Some(first), Some(last)) = (s.first_chunk::<8>(), s.last_chunk::<8>()) else {
+                return true;
+            };
+            word_hits(u64::from_le_bytes(*first)) | word_hits(u64::from_le_bytes(*last)) != 0
+        }
+        _ => s.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20),
+    }
 }
 
 /// Append `s` as a JSON string, quotes included: exactly what serde_json writes.
 #[inline]
 pub fn push_str(out: &mut Vec<u8>, s: &str) {
-    // Most strings written are keys and short values, checked faster one byte at a time than
-    // through the word search's padded tail.
-    let special = if s.len() < 16 {
-        s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
-    } else {
-        find_special(s.as_bytes()).is_some()
-    };
-    if special {
+    if needs_escape(s.as_bytes()) {
         // Writing to a Vec cannot fail.
         let _ = serde_json::to_writer(out, s);
         return;
@@ -436,6 +448,24 @@ mod tests {
         let mut out = b"kept".to_vec();
         assert!(!push_value(&mut out, &Refused));
         assert_eq!(out, b"kept");
+    }
+
+    #[test]
+    fn a_byte_to_escape_is_seen_wherever_it_is() {
+        for len in 0..40 {
+            let plain = vec![b'k'; len];
+            assert!(!needs_escape(&plain), "{len}");
+            for at in 0..len {
+                for special in [b'"', b'\\', 0x00, 0x1f] {
+                    let mut s = plain.clone();
+                    s[at] = special;
+                    assert!(needs_escape(&s), "{len} {at} {special}");
+                }
+                let mut s = plain.clone();
+                s[at] = 0x20;
+                assert!(!needs_escape(&s), "{len} {at}");
+            }
+        }
     }
 
     #[test]
