@@ -14,7 +14,8 @@
 //! also prints the same loop into `serde::de::IgnoredAny`, which only checks the syntax (keys
 //! are not even read as text): a lower bound no reader that reads fields can reach with serde.
 //! The report's reader takes plain lines apart with its own scanner and leaves the others to
-//! serde (`src/trace/scan.rs`), so it can come in under the serde floor.
+//! serde (`src/trace/scan.rs`), and parses a trace this large on two cores
+//! (`src/trace/two_cores.rs`; the floor is one core's), so it can come in under the serde floor.
 //!
 //! This machine has two cores, often shared with other work, so one run says little: the
 //! report and the floors run `RUNS` times each (7 unless `TRACE_BENCH_RUNS` says otherwise),

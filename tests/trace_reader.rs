@@ -65,15 +65,19 @@ fn a_line_longer_than_the_cap_is_refused_before_it_is_held() {
         let pad = len as usize - head.len() - 3;
         format!("{head}{}\"}}\n", "a".repeat(pad))
     };
+    // Read on one thread (`Full`) and, the file being this large, on two (`Totals`).
     std::fs::write(&path, format!("{start}\n{}", line(MAX_LINE_BYTES))).unwrap();
     assert!(load(&path, Detail::Full).is_ok());
+    assert!(load(&path, Detail::Totals).is_ok());
     std::fs::write(&path, format!("{start}\n{}", line(MAX_LINE_BYTES + 1))).unwrap();
-    let err = load(&path, Detail::Full).unwrap_err();
-    assert_eq!(err.code, "E-TRC-001");
-    assert_eq!(
-        err.message,
-        format!("{}:2: line is longer than 16 MiB", path.display())
-    );
+    for detail in [Detail::Full, Detail::Totals] {
+        let err = load(&path, detail).unwrap_err();
+        assert_eq!(err.code, "E-TRC-001");
+        assert_eq!(
+            err.message,
+            format!("{}:2: line is longer than 16 MiB", path.display())
+        );
+    }
 }
 
 /// Plain lines are taken apart by the reader's own scanner and the others by serde_json; the

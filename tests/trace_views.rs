@@ -284,6 +284,59 @@ ses_0193…a001  lead v0.1.0
     assert_eq!(v["tools"]["delegate-task"]["calls"], 4);
 }
 
+/// A trace past the size `mur trace` reads on two cores (4 MiB): every line is counted, in
+/// order; a torn last line is skipped and a damaged line is named by its number, as in a small
+/// trace.
+#[test]
+fn a_large_trace_is_read_whole_and_damage_in_it_is_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wd = tmp.path().join("workdir");
+    let tools: Vec<&str> = (0..20_000).map(|i| ["bash", "grep"][i % 3 / 2]).collect();
+    let mut s = session("ses_0193000000007000800000000000dddd", &tools);
+    s.ended = None; // totals from the lines, not from a session_end
+    let path = s.write_in(&wd);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.len() > 4 << 20, "{} bytes", text.len());
+    let whole = mur(tmp.path(), &["trace", "report"]);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    let expected_tokens = "\
+── Tokens ───────────────────────────────────────
+input:      2,000,100
+output:     200,005
+total:      2,200,105
+turns:      20,001
+per turn:   avg 100 in / 9 out
+
+── Tool calls ───────────────────────────────────
+count:      20,000  (20,000 ok, 0 error)  success 100.0%
+  NAME     CALLS  ERRORS       AVG       MAX      OUTPUT
+  bash    13,334       0      20ms      20ms   651.1 KiB
+  grep     6,666       0      20ms      20ms   325.5 KiB
+";
+    assert!(whole.stdout.contains(expected_tokens), "{}", whole.stdout);
+    assert!(
+        whole
+            .stdout
+            .contains("  20,001 turns  2,000,100 in / 200,005 out\n"),
+        "{}",
+        whole.stdout
+    );
+
+    std::fs::write(&path, format!("{text}{{\"event_type\":\"inference\",\"tu")).unwrap();
+    let torn = mur(tmp.path(), &["trace", "report"]);
+    assert_eq!((torn.code, torn.stdout), (0, whole.stdout));
+
+    // Line 2 + 2 × 15,000 + 1: the inference line of turn 15,000.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[30_002] = "{\"event_type\":\"inference\",\"turn\":";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let damaged = mur(tmp.path(), &["trace", "report"]);
+    assert_eq!(damaged.code, 1, "{}", damaged.stdout);
+    let want = "error[E-TRC-001]: workdir/ses_0193000000007000800000000000dddd/trace.jsonl:30003: \
+                EOF while parsing a value at line 2 column 0\n";
+    assert!(damaged.stderr.starts_with(want), "{}", damaged.stderr);
+}
+
 #[test]
 fn report_over_the_last_n_sessions_adds_them_up() {
     let tmp = tempfile::tempdir().unwrap();

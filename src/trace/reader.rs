@@ -53,22 +53,23 @@ pub struct TraceReader<R = File> {
 impl TraceReader<File> {
     /// Open a trace file; a missing or unreadable file is `E-IO-001` / `E-IO-003`.
     pub fn open(path: &Path) -> Result<Self, Diagnostic> {
-        let file = File::open(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Diagnostic::error(
-                    "E-IO-001",
-                    format!("trace file not found: {}", path.display()),
-                )
-                .with_hint("the session may have failed before it wrote its trace")
-            } else {
-                Diagnostic::error(
-                    "E-IO-003",
-                    format!("failed to read {}: {e}", path.display()),
-                )
-            }
-        })?;
-        Ok(Self::new(path, file))
+        Ok(Self::new(path, open(path)?))
     }
+}
+
+/// Open the trace file at `path`; a missing or unreadable file is `E-IO-001` / `E-IO-003`.
+pub fn open(path: &Path) -> Result<File, Diagnostic> {
+    File::open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Diagnostic::error(
+                "E-IO-001",
+                format!("trace file not found: {}", path.display()),
+            )
+            .with_hint("the session may have failed before it wrote its trace")
+        } else {
+            read_error(path, &e)
+        }
+    })
 }
 
 impl<R: Read> TraceReader<R> {
@@ -115,16 +116,15 @@ impl<R: Read> TraceReader<R> {
                 return Err(e);
             }
         };
-        let failure = match ev.parse_from(&self.buf[from..to]) {
-            Ok(()) if ev.event_type.is_some() => return Ok(true),
-            Ok(()) => None,
-            Err(e) => Some(e.to_string()),
+        let why = match parse_line(ev, &self.buf[from..to]) {
+            Ok(()) => return Ok(true),
+            Err(Refusal::Unparsable(why)) => why,
+            Err(refusal) => {
+                self.done = true;
+                return Err(refused(&self.path, self.line_no, refusal));
+            }
         };
         self.done = true;
-        let Some(failure) = failure else {
-            let why = "line has no \"event_type\" string";
-            return Err(corrupt(&self.path, self.line_no, why));
-        };
         // A torn final line is what a writer being killed (or still writing) leaves: skip it.
         // Anything after it means the file is damaged.
         match rest_is_blank(&self.buf[to..self.end], &mut self.input, self.eof) {
@@ -132,7 +132,7 @@ impl<R: Read> TraceReader<R> {
                 self.torn_last_line = true;
                 Ok(false)
             }
-            Ok(false) => Err(corrupt(&self.path, self.line_no, failure)),
+            Ok(false) => Err(corrupt(&self.path, self.line_no, why)),
             Err(e) => Err(read_error(&self.path, &e)),
         }
     }
@@ -145,7 +145,7 @@ impl<R: Read> TraceReader<R> {
                 self.done = true;
                 break;
             };
-            if !self.buf[from..to].iter().all(u8::is_ascii_whitespace) {
+            if !is_blank(&self.buf[from..to]) {
                 return Ok(Some((from, to)));
             }
         }
@@ -184,8 +184,7 @@ impl<R: Read> TraceReader<R> {
         self.scanned = to;
         if (to - from) as u64 > MAX_LINE_BYTES {
             self.done = true;
-            let why = format!("line is longer than {} MiB", MAX_LINE_BYTES >> 20);
-            return Err(corrupt(&self.path, self.line_no, why));
+            return Err(refused(&self.path, self.line_no, Refusal::TooLong));
         }
         Ok((from, to))
     }
@@ -217,9 +216,39 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
+/// Why a line is not a trace event.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    /// Longer than [`MAX_LINE_BYTES`]: damage, wherever it is.
+    TooLong,
+    /// JSON with no `"event_type"` string: damage, wherever it is.
+    NoType,
+    /// Not a JSON object (serde_json's message): damage, unless nothing but blank lines
+    /// follows it (a torn last line).
+    Unparsable(String),
+}
+
+/// Parse one non-blank `line` into `ev` (a default event), refusing what is not a trace event.
+#[inline]
+pub(super) fn parse_line<'b, I: ToolInput>(
+    ev: &mut Event<'b, I>,
+    line: &'b [u8],
+) -> Result<(), Refusal> {
+    match ev.parse_from(line) {
+        Ok(()) if ev.event_type.is_some() => Ok(()),
+        Ok(()) => Err(Refusal::NoType),
+        Err(e) => Err(Refusal::Unparsable(e.to_string())),
+    }
+}
+
+/// True for a blank line (or run of lines): ASCII whitespace only.
+pub(super) fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
 /// True when `tail` and the rest of `input` hold nothing but whitespace (blank lines).
 fn rest_is_blank(tail: &[u8], input: &mut impl Read, eof: bool) -> std::io::Result<bool> {
-    if !tail.iter().all(u8::is_ascii_whitespace) {
+    if !is_blank(tail) {
         return Ok(false);
     }
     if eof {
@@ -229,7 +258,7 @@ fn rest_is_blank(tail: &[u8], input: &mut impl Read, eof: bool) -> std::io::Resu
     loop {
         match input.read(&mut block) {
             Ok(0) => return Ok(true),
-            Ok(n) if block[..n].iter().all(u8::is_ascii_whitespace) => {}
+            Ok(n) if is_blank(&block[..n]) => {}
             Ok(_) => return Ok(false),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -243,12 +272,26 @@ fn find_newline(hay: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', hay)
 }
 
+/// `E-TRC-001` for line `line_no` of `path`, refused (for a torn line, only once it is known
+/// not to be the last).
+pub(super) fn refused(path: &Path, line_no: usize, refusal: Refusal) -> Diagnostic {
+    match refusal {
+        Refusal::TooLong => {
+            let why = format!("line is longer than {} MiB", MAX_LINE_BYTES >> 20);
+            corrupt(path, line_no, why)
+        }
+        Refusal::NoType => corrupt(path, line_no, "line has no \"event_type\" string"),
+        Refusal::Unparsable(why) => corrupt(path, line_no, why),
+    }
+}
+
 fn corrupt(path: &Path, line_no: usize, why: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error("E-TRC-001", format!("{}:{line_no}: {why}", path.display()))
         .with_hint("every line of trace.jsonl must be one JSON object; this file is damaged")
 }
 
-fn read_error(path: &Path, e: &std::io::Error) -> Diagnostic {
+/// `E-IO-003`: `path` could not be read.
+pub(super) fn read_error(path: &Path, e: &std::io::Error) -> Diagnostic {
     Diagnostic::error(
         "E-IO-003",
         format!("failed to read {}: {e}", path.display()),

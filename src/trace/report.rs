@@ -101,7 +101,7 @@ impl<'a> Report<'a> {
                     "no session_end"
                 }),
                 opt_duration(s.duration_ms),
-                s.totals.turns,
+                thousands(s.totals.turns),
                 if s.totals.turns == 1 { "" } else { "s" },
                 thousands(s.totals.input_tokens),
                 thousands(s.totals.output_tokens)

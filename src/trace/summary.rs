@@ -14,6 +14,7 @@ use mur_actors::trace::EventType;
 use super::event::Event;
 use super::lenient::{Checked, ToolInput};
 use super::reader::TraceReader;
+use super::two_cores;
 
 pub use super::record::*;
 
@@ -22,16 +23,34 @@ pub use super::record::*;
 /// `E-TRC-001` for an empty trace, a trace with no `session_start`, or a corrupt line before the
 /// last; `E-IO-*` when the file cannot be read.
 pub fn load(path: &Path, detail: Detail) -> Result<Summary, Diagnostic> {
-    let reader = TraceReader::open(path)?;
-    // Only `Full` prints tool inputs; the others check them as strictly and keep nothing.
+    let file = super::reader::open(path)?;
+    // Only `Full` prints tool inputs; the others check them as strictly and keep nothing, and
+    // read a large trace on two cores.
     if detail == Detail::Full {
-        fold::<_, serde_json::Value>(reader, path, detail)
-    } else {
-        fold::<_, Checked>(reader, path, detail)
+        return fold::<_, serde_json::Value>(TraceReader::new(path, file), path, detail);
     }
+    let len = file.metadata().map_or(0, |m| m.len());
+    if two_cores::worth_it(len) {
+        return fold_on_two_cores(file, path, detail, two_cores::Split::DEFAULT);
+    }
+    fold::<_, Checked>(TraceReader::new(path, file), path, detail)
 }
 
-fn fold<R: std::io::Read, I: ToolInput>(
+/// Fold `input` (named `path`) into a [`Summary`], read and parsed on two cores as `split`
+/// says; the same summary, or the same diagnostic, as [`fold`] gives.
+pub(super) fn fold_on_two_cores<R: std::io::Read + Send>(
+    input: R,
+    path: &Path,
+    detail: Detail,
+    split: two_cores::Split,
+) -> Result<Summary, Diagnostic> {
+    let mut b = Builder::new(path, detail);
+    b.summary.torn_last_line = two_cores::fold(input, path, split, &mut b)?;
+    b.finish()
+}
+
+/// Fold the events `reader` reads into a [`Summary`], on this thread.
+pub(super) fn fold<R: std::io::Read, I: ToolInput>(
     mut reader: TraceReader<R>,
     path: &Path,
     detail: Detail,
