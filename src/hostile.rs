@@ -21,6 +21,7 @@ use crate::artifact::Lock;
 use crate::drivers::ReplyApi;
 use crate::trace::cli::{execute, TraceCommand};
 use crate::trace::format::Style;
+use crate::trace::lenient::Checked;
 use crate::trace::summary::{Builder, Detail};
 
 thread_local! {
@@ -84,10 +85,11 @@ pub fn trace_lines(bytes: &[u8]) {
     // Each line reads as the derived `Deserialize` reads it from the bytes alone: the faster
     // ways (the line scanner, serde from a `str`) only ever give the same event or error.
     for line in bytes.split_inclusive(|&b| b == b'\n') {
-        same_event::<crate::trace::lenient::Checked>(line);
+        same_event::<Checked>(line);
         same_event::<serde_json::Value>(line);
     }
     let path = Path::new("trace.jsonl");
+    same_on_two_cores(path, bytes);
     let mut reader = crate::trace::reader::TraceReader::new(path, bytes);
     let mut builder = Builder::new(path, Detail::Full);
     loop {
@@ -106,6 +108,26 @@ pub fn trace_lines(bytes: &[u8]) {
     let _ = crate::trace::steps::render(&summary, true, &Style::PLAIN);
     let _ = crate::trace::steps::json(&summary, false);
     let _ = crate::trace::diff::render(&summary, &summary, &Style::PLAIN);
+}
+
+/// The trace read on two cores, in blocks small enough to cut its lines anywhere, parsed all
+/// by the reading thread or all by the folding one, folds to the same summary or the same
+/// diagnostic as on one.
+fn same_on_two_cores(path: &Path, bytes: &[u8]) {
+    use crate::trace::reader::TraceReader;
+    use crate::trace::summary::{fold, fold_on_two_cores};
+    use crate::trace::two_cores::Split;
+    let reader = TraceReader::new(path, bytes);
+    let one = format!("{:?}", fold::<_, Checked>(reader, path, Detail::Turns));
+    // Two splits: a thread spawned per split is most of a fuzz execution's time.
+    for (block, unparsed_ahead) in [(1, 0), (7, usize::MAX)] {
+        let split = Split {
+            block,
+            unparsed_ahead,
+        };
+        let two = fold_on_two_cores(bytes, path, Detail::Turns, split);
+        assert_eq!(format!("{two:?}"), one, "{split:?}");
+    }
 }
 
 fn same_event<I: crate::trace::lenient::ToolInput + std::fmt::Debug + PartialEq>(line: &[u8]) {

@@ -26,6 +26,6 @@ pub mod show;
 pub mod steps;
 pub mod summary;
 pub mod tree;
-mod two_cores;
+pub(crate) mod two_cores;
 
 pub use address::resolve;

@@ -38,7 +38,7 @@ pub fn load(path: &Path, detail: Detail) -> Result<Summary, Diagnostic> {
 
 /// Fold `input` (named `path`) into a [`Summary`], read and parsed on two cores as `split`
 /// says; the same summary, or the same diagnostic, as [`fold`] gives.
-pub(super) fn fold_on_two_cores<R: std::io::Read + Send>(
+pub(crate) fn fold_on_two_cores<R: std::io::Read + Send>(
     input: R,
     path: &Path,
     detail: Detail,
@@ -50,7 +50,7 @@ pub(super) fn fold_on_two_cores<R: std::io::Read + Send>(
 }
 
 /// Fold the events `reader` reads into a [`Summary`], on this thread.
-pub(super) fn fold<R: std::io::Read, I: ToolInput>(
+pub(crate) fn fold<R: std::io::Read, I: ToolInput>(
     mut reader: TraceReader<R>,
     path: &Path,
     detail: Detail,
