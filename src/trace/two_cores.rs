@@ -61,8 +61,8 @@ impl Split {
 
 /// Bytes per block: big enough that handing a block over is rare, small enough that a block's
 /// events (a wide struct per line) stay in the cores' caches between the two threads. (On a
-/// million-line report, 128 KiB to 512 KiB were within 4 % of each other; 4 MiB was 2.5 times
-/// slower.)
+/// million-line report, 128 KiB to 512 KiB were within 10 % of each other; 4 MiB was about twice
+/// as slow.)
 const BLOCK: usize = 256 << 10;
 
 /// Blocks read ahead of the fold, at most.
