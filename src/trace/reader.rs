@@ -50,14 +50,8 @@ pub struct TraceReader<R = File> {
     pub torn_last_line: bool,
 }
 
-impl TraceReader<File> {
-    /// Open a trace file; a missing or unreadable file is `E-IO-001` / `E-IO-003`.
-    pub fn open(path: &Path) -> Result<Self, Diagnostic> {
-        Ok(Self::new(path, open(path)?))
-    }
-}
-
-/// Open the trace file at `path`; a missing or unreadable file is `E-IO-001` / `E-IO-003`.
+/// Open the trace file at `path` (to read with [`TraceReader::new`], or on two cores); a
+/// missing or unreadable file is `E-IO-001` / `E-IO-003`.
 pub fn open(path: &Path) -> Result<File, Diagnostic> {
     File::open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
