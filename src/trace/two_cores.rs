@@ -320,35 +320,41 @@ fn read_blocks(mut input: impl Read, path: &Path, block: usize, to: Reading<'_>)
     let mut hint = 0;
     let mut eof = false;
     while !eof {
+        // `buf[..filled]` is what was read; the rest of `buf` is room, already initialised
+        // (a reused buffer keeps its length, so it is zeroed once, when it is first grown).
         let mut buf = to.spare_bytes.try_recv().unwrap_or_default();
-        buf.clear();
-        buf.append(&mut carry);
+        let mut filled = carry.len();
+        if buf.len() < filled {
+            buf.resize(filled, 0);
+        }
+        buf[..filled].copy_from_slice(&carry);
+        carry.clear();
         // `buf[..searched]` holds no newline (the carried start of a line).
-        let mut searched = buf.len();
+        let mut searched = filled;
         // Read until the block holds `block` bytes and a newline, or the line in it is too
         // long to be one, or the input ends.
         let cut = loop {
-            if buf.len() >= block {
-                if let Some(i) = memchr::memrchr(b'\n', &buf[searched..]) {
+            if filled >= block {
+                if let Some(i) = memchr::memrchr(b'\n', &buf[searched..filled]) {
                     break searched + i + 1;
                 }
-                searched = buf.len();
-                if buf.len() as u64 > MAX_LINE_BYTES {
-                    break buf.len();
+                searched = filled;
+                if filled as u64 > MAX_LINE_BYTES {
+                    break filled;
                 }
             }
-            let want = block.saturating_sub(buf.len()).max(block / 2).max(1);
-            match read_more(&mut input, &mut buf, want) {
+            let want = block.saturating_sub(filled).max(block / 2).max(1);
+            match read_more(&mut input, &mut buf, &mut filled, want) {
                 Ok(true) => {}
                 Ok(false) => {
                     eof = true;
-                    break buf.len();
+                    break filled;
                 }
                 Err(e) => {
                     // What the one-thread reader would have seen before the error: the whole
                     // lines read, then the start of one.
-                    let whole = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-                    let tail_blank = is_blank(&buf[whole..]);
+                    let whole = memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |i| i + 1);
+                    let tail_blank = is_blank(&buf[whole..filled]);
                     buf.truncate(whole);
                     if !buf.is_empty() && !send(&to, Block::Lines(buf)) {
                         return;
@@ -359,7 +365,7 @@ fn read_blocks(mut input: impl Read, path: &Path, block: usize, to: Reading<'_>)
                 }
             }
         };
-        carry.extend_from_slice(&buf[cut..]);
+        carry.extend_from_slice(&buf[cut..filled]);
         buf.truncate(cut);
         if buf.is_empty() {
             continue;
@@ -390,13 +396,30 @@ fn send(to: &Reading<'_>, next: Block) -> bool {
     to.blocks.send(next).is_ok()
 }
 
-/// Append up to `want` more bytes of `input` to `buf`; `Ok(false)` at the end of the input.
-fn read_more(input: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> std::io::Result<bool> {
-    // Room first: left to itself, `read_to_end` grows a fresh buffer from 8 KiB by doubling,
-    // copying it each time (half the page faults of a 16 MiB report). It retries an
-    // interrupted read and fills spare capacity without zeroing it.
-    buf.reserve(want);
-    Ok(input.by_ref().take(want as u64).read_to_end(buf)? > 0)
+/// Read up to `want` more bytes of `input` into `buf` after `filled` (growing `buf` if it is
+/// short of room), in one read; `Ok(false)` at the end of the input.
+fn read_more(
+    input: &mut impl Read,
+    buf: &mut Vec<u8>,
+    filled: &mut usize,
+    want: usize,
+) -> std::io::Result<bool> {
+    // One `read` a call: `read_to_end` through `take` (which reads into room without
+    // initialising it) asked for 8 KiB first and doubled, six reads a block, three times the
+    // one-core reader's.
+    if buf.len() < *filled + want {
+        buf.resize(*filled + want, 0);
+    }
+    loop {
+        match input.read(&mut buf[*filled..*filled + want]) {
+            Ok(n) => {
+                *filled += n;
+                return Ok(n > 0);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
