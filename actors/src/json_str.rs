@@ -145,16 +145,9 @@ struct Direct<'o> {
 }
 
 /// [`Direct`]'s refusal: a value serde_json must write.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("not a plain value")]
 struct NotDirect;
-
-impl std::fmt::Display for NotDirect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("not a plain value")
-    }
-}
-
-impl std::error::Error for NotDirect {}
 
 impl ser::Error for NotDirect {
     fn custom<T: std::fmt::Display>(_: T) -> Self {

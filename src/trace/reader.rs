@@ -126,7 +126,7 @@ impl<R: Read> TraceReader<R> {
                 self.torn_last_line = true;
                 Ok(false)
             }
-            Ok(false) => Err(corrupt(&self.path, self.line_no, why)),
+            Ok(false) => Err(refused(&self.path, self.line_no, Refusal::Unparsable(why))),
             Err(e) => Err(read_error(&self.path, &e)),
         }
     }
@@ -292,25 +292,54 @@ pub(super) fn read_error(path: &Path, e: &std::io::Error) -> Diagnostic {
     )
 }
 
+/// Inputs for the readers' tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::lenient::Checked;
+pub(super) mod test_input {
+    use std::io::Read;
 
-    /// Reads at most `step` bytes per call, to cut lines at every place a block can end.
-    struct Trickle<'a> {
+    /// Reads at most `step` bytes per call (to cut lines at every place a block can end), then
+    /// fails with `EIO` once `fail_at` bytes are read, if that is set.
+    pub struct Trickle<'a> {
         bytes: &'a [u8],
         step: usize,
+        read: usize,
+        fail_at: Option<usize>,
+    }
+
+    impl<'a> Trickle<'a> {
+        /// `bytes`, `step` at a time, failing at `fail_at`.
+        pub fn new(bytes: &'a [u8], step: usize, fail_at: Option<usize>) -> Self {
+            Trickle {
+                bytes,
+                step,
+                read: 0,
+                fail_at,
+            }
+        }
     }
 
     impl Read for Trickle<'_> {
         fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.step.min(out.len()).min(self.bytes.len());
+            let mut n = self.step.min(out.len()).min(self.bytes.len());
+            if let Some(at) = self.fail_at {
+                if self.read >= at {
+                    return Err(std::io::Error::from_raw_os_error(libc::EIO));
+                }
+                n = n.min(at - self.read);
+            }
             out[..n].copy_from_slice(&self.bytes[..n]);
             self.bytes = &self.bytes[n..];
+            self.read += n;
             Ok(n)
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_input::Trickle;
+    use super::*;
+    use crate::trace::lenient::Checked;
 
     fn read_from(input: impl Read) -> (Vec<String>, Option<String>, bool) {
         let mut r = TraceReader::new(Path::new("t.jsonl"), input);
@@ -332,7 +361,7 @@ mod tests {
         for step in [1, 2, 3, 7, 16] {
             let bytes = text.as_bytes();
             assert_eq!(
-                read_from(Trickle { bytes, step }),
+                read_from(Trickle::new(bytes, step, None)),
                 whole,
                 "read {step} at a time"
             );

@@ -424,48 +424,13 @@ fn read_more(
 
 #[cfg(test)]
 mod tests {
-    use std::io::Read;
     use std::path::Path;
 
     use super::Split;
     use crate::trace::lenient::Checked;
+    use crate::trace::reader::test_input::Trickle;
     use crate::trace::reader::TraceReader;
     use crate::trace::summary::{fold, fold_on_two_cores, Detail};
-
-    /// Reads at most `step` bytes per call, then fails with `EIO` at `fail_at` if it is set.
-    struct Trickle<'a> {
-        bytes: &'a [u8],
-        step: usize,
-        read: usize,
-        fail_at: Option<usize>,
-    }
-
-    impl<'a> Trickle<'a> {
-        fn new(bytes: &'a [u8], step: usize, fail_at: Option<usize>) -> Self {
-            Trickle {
-                bytes,
-                step,
-                read: 0,
-                fail_at,
-            }
-        }
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            let mut n = self.step.min(out.len()).min(self.bytes.len());
-            if let Some(at) = self.fail_at {
-                if self.read >= at {
-                    return Err(std::io::Error::from_raw_os_error(libc::EIO));
-                }
-                n = n.min(at - self.read);
-            }
-            out[..n].copy_from_slice(&self.bytes[..n]);
-            self.bytes = &self.bytes[n..];
-            self.read += n;
-            Ok(n)
-        }
-    }
 
     const PATH: &str = "ses/trace.jsonl";
 
