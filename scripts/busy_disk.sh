@@ -13,6 +13,8 @@ if [ -z "$MUR" ] || [ ! -x "$MUR" ]; then
   echo "no mur binary: cargo install --path . (or set MUR=path/to/mur)" >&2
   exit 127
 fi
+# The runs happen inside the test folders: a relative MUR (target/release/mur) must still name it.
+MUR=$(realpath "$MUR")
 RUNS=${1:-30}
 DISK=$(mktemp -d "${TMPDIR:-/tmp}/mur-busy-XXXXXX")
 MEM=$(mktemp -d /dev/shm/mur-busy-XXXXXX)
