@@ -193,8 +193,12 @@ fn central_directory_entries(bytes: &[u8]) -> Option<u64> {
     if bytes[loc..loc + 4] != EOCD64_LOCATOR {
         return None;
     }
-    let off = u64::from_le_bytes(bytes[loc + 8..loc + 16].try_into().ok()?) as usize;
-    let rec = bytes.get(off..off + 40)?;
+    // The offset is the archive's word: one near the top of the address space must not wrap.
+    let off = usize::try_from(u64::from_le_bytes(
+        bytes[loc + 8..loc + 16].try_into().ok()?,
+    ))
+    .ok()?;
+    let rec = bytes.get(off..off.checked_add(40)?)?;
     Some(u64::from_le_bytes(rec[32..40].try_into().ok()?))
 }
 
