@@ -10,7 +10,7 @@ use super::body::{count, StreamAssembler};
 use super::http::provider_message;
 use super::retry::Failure;
 use super::sse::SseEvent;
-use super::strict::Obj;
+use super::strict::{skips_like_value, Obj};
 
 /// Maps an Anthropic `stop_reason` to the neutral one; unknown values are errors.
 fn stop_reason(url: &str, s: &str) -> Result<StopReason, Failure> {
@@ -241,6 +241,9 @@ impl AnthropicStream {
     /// Takes in `data` if it is a `content_block_delta` of the common shape; `None` leaves it to
     /// the `Value` reading.
     fn typed_delta(&mut self, data: &str) -> Option<Result<(), Failure>> {
+        if !skips_like_value(data) {
+            return None;
+        }
         let Obj(event) = serde_json::from_str::<Obj<BlockDelta>>(data).ok()?;
         if event.kind != "content_block_delta" {
             return None;

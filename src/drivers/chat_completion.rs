@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::openai_reply::{content, stop_reason};
-use super::strict::{Member, Obj};
+use super::strict::{skips_like_value, Member, Obj};
 
 #[derive(Deserialize)]
 struct Completion<'a> {
@@ -305,6 +305,9 @@ struct FunctionDelta<'a> {
 /// The chunk `data` holds, when it is a `chat.completion.chunk` of the common shape without an
 /// error; `None` hands it to `ChatStream`'s `Value` reading.
 pub(crate) fn chunk(data: &str) -> Option<Chunk<'_>> {
+    if !skips_like_value(data) {
+        return None;
+    }
     let Obj(chunk) = serde_json::from_str::<Obj<ChunkIn>>(data).ok()?;
     if chunk.error.is_some() {
         return None;
@@ -360,8 +363,16 @@ pub(crate) fn chunk(data: &str) -> Option<Chunk<'_>> {
 
 /// The reply `body` holds, when it is a successful `chat.completion` of the common shape;
 /// `None` hands it to the `Value` reading (`openai_reply::parse_chat`).
+///
+/// The body must be UTF-8 and pass [`skips_like_value`]: serde_json skips a member nobody
+/// reads (`object`, `model`, ...) without all the checks the `Value` reading makes (the
+/// fuzzer found bytes that are not UTF-8 in `object`, answered here and refused there).
 pub(crate) fn parse(url: &str, body: &[u8]) -> Option<InferReply> {
-    let Obj(reply) = serde_json::from_slice::<Obj<Completion>>(body).ok()?;
+    let body = std::str::from_utf8(body).ok()?;
+    if !skips_like_value(body) {
+        return None;
+    }
+    let Obj(reply) = serde_json::from_str::<Obj<Completion>>(body).ok()?;
     if reply.error.is_some() {
         return None;
     }
