@@ -65,8 +65,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Member<T> {
 /// serde_json checks its syntax but not three things the `Value` reading refuses: a `\u`
 /// escape of half a surrogate pair, a number too large for an `f64` (`1e400`), and nesting
 /// past its limit (and, reading bytes, text that is not UTF-8: the fuzzer found that one in
-/// `object`, answered by the typed reading and refused by the `Value` one). About a third of
-/// the typed reading's own time, for a tool call's reply.
+/// `object`, answered by the typed reading and refused by the `Value` one). For a tool call's
+/// reply it is 0.46 µs of the fast path's 1.40: a second pass, but no tree built.
 pub(crate) fn skips_like_value(json: &str) -> bool {
     serde_json::from_str::<Checked>(json).is_ok()
 }
